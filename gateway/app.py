@@ -1,0 +1,171 @@
+"""The assembled gateway: config + loaded plugins + registry + health + pipeline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import __version__
+from .audit import AuditLog
+from .config import GatewayConfig, load_config
+from .errors import Sanitizer
+from .health import HealthMonitor
+from .hookspecs import hookimpl
+from .pipeline import CallResult, Pipeline
+from .plugins import PluginLoader, PluginRecord, PluginSource, PluginState, entry_point_sources, object_sources
+from .policy import Policy
+from .registry import RegisteredTool, Registry
+from .spec import PluginContext, Tier, ToolContext, ToolSpec
+
+BUILTIN = "gateway"
+
+
+class Gateway:
+    """Build with :func:`build_gateway`. Loading happens in the constructor and does no I/O
+    beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them."""
+
+    def __init__(self, config: GatewayConfig, sources: list[PluginSource]) -> None:
+        self.config = config
+        self.started_at = time.time()
+        roots = [*config.data_roots, Path.cwd()]
+        self.sanitizer = Sanitizer.from_environment(roots=roots, env=dict(config.env))
+        if config.token is not None:
+            self.sanitizer.add_secrets([config.token.get_secret_value()])
+        self.registry = Registry()
+        self.health = HealthMonitor(
+            self.sanitizer,
+            default_timeout=config.health_timeout,
+            cache_seconds=config.health_cache_seconds,
+            breaker_failures=config.breaker_failures,
+            breaker_reset_seconds=config.breaker_reset_seconds,
+        )
+        self.policy = Policy(read_only=config.read_only, deny_tools=frozenset(config.deny_tools))
+        self.loader = PluginLoader(config, self.registry, self.health, self.sanitizer)
+        builtin = object_sources({BUILTIN: _StatusPlugin(self)})
+        self.loader.load_all(sources, builtin=builtin)
+        self.pipeline = Pipeline(
+            self.registry,
+            self.policy,
+            self.health,
+            self.sanitizer,
+            AuditLog(config.audit_log),
+            default_timeout=config.default_timeout,
+            debug=config.debug,
+        )
+        self._started = False
+
+    @property
+    def plugins(self) -> list[PluginRecord]:
+        return self.loader.records
+
+    def plugin(self, name: str) -> PluginRecord | None:
+        return next((p for p in self.plugins if p.name == name), None)
+
+    def visible_tools(self) -> list[RegisteredTool]:
+        return [t for t in self.registry.all() if self.policy.visible(t)]
+
+    async def start(self) -> None:
+        if not self._started:
+            self._started = True
+            await self.loader.open_resources()
+
+    async def stop(self) -> None:
+        if self._started:
+            self._started = False
+            await self.loader.close_resources()
+
+    async def __aenter__(self) -> Gateway:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None) -> CallResult:
+        return await self.pipeline.call(name, arguments)
+
+    async def status(self, *, check_health: bool = True) -> dict[str, Any]:
+        results = await self.health.run() if check_health else []
+        by_plugin: dict[str, list[dict[str, Any]]] = {}
+        for r in results:
+            by_plugin.setdefault(r.plugin, []).append(r.as_dict())
+        visible = {t.name for t in self.visible_tools()}
+        plugins = []
+        for rec in self.plugins:
+            d = rec.as_dict()
+            d["visible_tool_count"] = len([t for t in rec.tools if t in visible])
+            d["health"] = by_plugin.get(rec.name, [])
+            plugins.append(d)
+        failing = [r for r in results if not r.ok]
+        return {
+            "gateway": {
+                "version": __version__,
+                "read_only": self.config.read_only,
+                "config": self.config.source,
+                "uptime_seconds": round(time.time() - self.started_at, 1),
+                "tool_count": len(visible),
+            },
+            "plugins": plugins,
+            "backends": self.health.breaker_states(),
+            "problems": [
+                f"plugin {p.name}: {p.state.value}: {p.reason}"
+                for p in self.plugins
+                if p.state is PluginState.FAILED
+            ]
+            + [f"{r.plugin}/{r.name}: {r.status}: {r.detail or ''}".rstrip(": ") for r in failing],
+        }
+
+
+class _StatusInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    check_health: bool = Field(
+        True, description="Run the plugins' health checks (cached for a few seconds)."
+    )
+
+
+class _StatusPlugin:
+    """The built-in plugin; it cannot be disabled and provides ``gateway_status``."""
+
+    __version__ = __version__
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+
+    @hookimpl
+    def register_tools(self, register: Any, plugin: PluginContext[Any]) -> None:
+        gateway = self._gateway
+
+        async def gateway_status(args: _StatusInput, ctx: ToolContext[Any]) -> dict[str, Any]:
+            return await gateway.status(check_health=args.check_health)
+
+        register(
+            ToolSpec(
+                name="gateway_status",
+                title="Gateway status",
+                description=(
+                    "Report the gateway's plugins (version, state, tool count, why any failed "
+                    "or is disabled), backend health and circuit breakers. Call this when a "
+                    "tool is missing or fails with BACKEND_UNAVAILABLE."
+                ),
+                input_model=_StatusInput,
+                handler=gateway_status,
+                tier=Tier.READ,
+            )
+        )
+
+
+def build_gateway(
+    config: GatewayConfig | None = None,
+    *,
+    objects: dict[str, object] | None = None,
+    entry_points: bool = True,
+) -> Gateway:
+    """Load the installed plugins (``entry_points``) and/or plugin ``objects`` by name."""
+    config = config or load_config()
+    sources = entry_point_sources() if entry_points else []
+    if objects:
+        sources = sources + object_sources(objects)
+    return Gateway(config, sources)

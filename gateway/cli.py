@@ -1,0 +1,184 @@
+"""``mcp-gateway``: serve, and inspect what a deployment will serve.
+
+Everything printed for people goes to stdout, except under ``serve`` (stdio), where stdout
+is the protocol and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from typing import Any
+
+from .config import ConfigError, load_config
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mcp-gateway", description="A plugin-based MCP gateway.")
+    p.add_argument("--config", help="TOML config file (default: $MCP_GATEWAY_CONFIG, else none)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    s.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+
+    for name, text in (
+        ("plugins", "list plugins: name, version, state, reason, tool count"),
+        ("tools", "list the tools a client will see: name, plugin, tier"),
+        ("health", "run health checks; exit 1 if a required check fails"),
+    ):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    c = sub.add_parser("call", help="call one tool through the same pipeline; print its JSON")
+    c.add_argument("tool")
+    c.add_argument("--args", default="{}", help="arguments as a JSON object")
+
+    cc = sub.add_parser("claude-config", help="print a .mcp.json entry and a permissions block")
+    cc.add_argument("--name", default=None, help="server name in Claude Code (default: gateway)")
+    cc.add_argument("--json", action="store_true", help="one JSON object with both parts")
+    return p
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=False)).rstrip() for r in [header, *rows]]
+    return "\n".join(lines)
+
+
+def _print(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        sys.stderr.write(f"mcp-gateway: {exc}\n")
+        return 2
+    from .errors import Sanitizer
+    from .logs import configure_logging
+
+    configure_logging(
+        Sanitizer.from_environment(roots=config.data_roots, env=dict(config.env)),
+        level=config.log_level,
+        debug=config.debug,
+    )
+    if args.command == "serve":
+        return _serve(args, config)
+
+    import anyio
+
+    from .app import build_gateway
+
+    gateway = build_gateway(config)
+    # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
+    configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+
+    if args.command == "plugins":
+        records = [r.as_dict() for r in gateway.plugins]
+        if args.json:
+            _print(records)
+        else:
+            rows = [[r["name"], r["version"], r["state"], str(r["tool_count"]), r["reason"] or ""] for r in records]
+            print(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
+        return 0
+
+    if args.command == "tools":
+        tools = [
+            {"name": t.name, "plugin": t.plugin.name, "tier": t.tier.value, "title": t.annotations["title"]}
+            for t in gateway.visible_tools()
+        ]
+        if args.json:
+            _print(tools)
+        else:
+            print(_table([[t["name"], t["plugin"], t["tier"], t["title"]] for t in tools], ["TOOL", "PLUGIN", "TIER", "TITLE"]))
+        return 0
+
+    if args.command == "health":
+        async def run_health() -> list[dict[str, Any]]:
+            async with gateway:
+                return [r.as_dict() for r in await gateway.health.run(use_cache=False)]
+
+        results = anyio.run(run_health)
+        failed = [r for r in results if r["required"] and r["status"] != "ok"]
+        plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
+        if args.json:
+            _print({"ok": not failed, "checks": results, "failed_plugins": [p.as_dict() for p in plugin_failures]})
+        else:
+            rows = [[r["plugin"], r["check"], r["status"], "yes" if r["required"] else "no", r["detail"] or ""] for r in results]
+            print(_table(rows, ["PLUGIN", "CHECK", "STATUS", "REQUIRED", "DETAIL"]) if rows else "no health checks registered")
+            for p in plugin_failures:
+                print(f"plugin {p.name} failed to load: {p.reason}")
+        return 1 if failed or plugin_failures else 0
+
+    if args.command == "call":
+        try:
+            arguments = json.loads(args.args)
+        except json.JSONDecodeError as exc:
+            sys.stderr.write(f"mcp-gateway: --args is not valid JSON ({exc.msg} at {exc.pos})\n")
+            return 2
+
+        async def run_call() -> Any:
+            async with gateway:
+                return await gateway.pipeline.call(args.tool, arguments)
+
+        result = anyio.run(run_call)
+        _print(result.payload)
+        return 1 if result.is_error else 0
+
+    if args.command == "claude-config":
+        _print(claude_config(gateway, args.name or config.server_name, config_path=args.config))
+        return 0
+    return 2  # pragma: no cover - argparse enforces the choices
+
+
+def claude_config(gateway: Any, name: str, *, config_path: str | None = None) -> dict[str, Any]:
+    """The ``.mcp.json`` server entry and a permissions block (read → allow, mutation → ask)."""
+    safe = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
+    command = shutil.which("mcp-gateway") or "mcp-gateway"
+    server_args = ["serve"]
+    if config_path:
+        server_args = ["--config", config_path, *server_args]
+    allow, ask = [], []
+    for tool in gateway.visible_tools():
+        rule = f"mcp__{safe}__{tool.name}"
+        (allow if tool.tier.value == "read" else ask).append(rule)
+    return {
+        "mcpServers": {safe: {"type": "stdio", "command": command, "args": server_args, "env": {}}},
+        "permissions": {"allow": sorted(allow), "ask": sorted(ask)},
+    }
+
+
+def _serve(args: argparse.Namespace, config: Any) -> int:
+    import anyio
+
+    from .app import build_gateway
+    from .logs import configure_logging
+
+    gateway = build_gateway(config)
+    configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+    if args.transport == "stdio":
+        from .server import serve_stdio
+
+        try:
+            anyio.run(serve_stdio, gateway)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    from .http import HttpSettingsError, serve_http
+
+    try:
+        serve_http(gateway, host=args.host, port=args.port)
+    except HttpSettingsError as exc:
+        sys.stderr.write(f"mcp-gateway: {exc}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,198 @@
+"""Error codes, the error a tool raises on purpose, and the sanitizer every message passes.
+
+Plugins raise :class:`GatewayError` for failures the model should see and act on. Anything
+else a handler raises is an accident: the core logs it (redacted) and the client sees a
+generic ``INTERNAL_ERROR`` with a correlation id. Every message leaving the gateway, error or
+log line, goes through :class:`Sanitizer` first.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+class ErrorCode(enum.StrEnum):
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    NOT_FOUND = "NOT_FOUND"
+    CONFLICT = "CONFLICT"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    DB_NOT_FOUND = "DB_NOT_FOUND"
+    DB_ERROR = "DB_ERROR"
+    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
+    BACKEND_ERROR = "BACKEND_ERROR"
+    TIMEOUT = "TIMEOUT"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+#: Whether a client may retry the same call unchanged and hope for another outcome.
+RETRYABLE_DEFAULT: dict[ErrorCode, bool] = {
+    ErrorCode.VALIDATION_ERROR: False,
+    ErrorCode.NOT_FOUND: False,
+    ErrorCode.CONFLICT: False,
+    ErrorCode.PERMISSION_DENIED: False,
+    ErrorCode.DB_NOT_FOUND: False,
+    ErrorCode.DB_ERROR: False,
+    ErrorCode.BACKEND_UNAVAILABLE: True,
+    ErrorCode.BACKEND_ERROR: True,
+    ErrorCode.TIMEOUT: True,
+    ErrorCode.INTERNAL_ERROR: False,
+}
+
+
+class GatewayError(Exception):
+    """A deliberate, structured tool failure.
+
+    ``message`` should tell the model what to do next ("call again with cursor=…",
+    "set GITEA_URL to enable these tools"). It is still sanitized on the way out.
+    ``details`` is optional JSON-able data (e.g. the missing ids); it is not sanitized
+    field by field, so never put raw exception text or paths in it.
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode | str,
+        message: str,
+        *,
+        retryable: bool | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+        self.retryable = RETRYABLE_DEFAULT[self.code] if retryable is None else retryable
+        self.details = details
+
+
+def error_payload(
+    code: ErrorCode,
+    message: str,
+    *,
+    retryable: bool | None = None,
+    details: dict[str, Any] | None = None,
+    correlation_id: str | None = None,
+) -> dict[str, Any]:
+    """The one error envelope every tool returns: ``{"error": {code, message, retryable}}``."""
+    body: dict[str, Any] = {
+        "code": code.value,
+        "message": message,
+        "retryable": RETRYABLE_DEFAULT[code] if retryable is None else retryable,
+    }
+    if details:
+        body["details"] = details
+    if correlation_id:
+        body["correlation_id"] = correlation_id
+    return {"error": body}
+
+
+# --- sanitizer -------------------------------------------------------------------------
+
+_REDACTED = "[REDACTED]"
+MAX_MESSAGE_CHARS = 600
+
+# Environment variables whose values are secrets even if no plugin declared them.
+_SECRET_ENV_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I)
+_MIN_SECRET_LEN = 4
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*", re.S)
+_FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+.*$', re.M)
+_URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/@'\"<>]+@")
+_FILE_URL = re.compile(r"\bfile://\S+")
+_AUTH_SCHEME = re.compile(
+    r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+)[A-Za-z0-9._~+/=\-]{6,}"
+)
+_SECRET_KV = re.compile(
+    r"(?i)\b([\w\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key)[\w\-]*)"
+    r"(\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+)
+# SQL: a statement keyword followed by the words that make it a statement. Everything from
+# the keyword to the end of the line goes; the schema and query text are nobody's business.
+_SQL = re.compile(
+    r"(?is)\b(?:SELECT\b.*?\bFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|"
+    r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)|DROP\s+(?:TABLE|INDEX|VIEW|TRIGGER)|"
+    r"ALTER\s+TABLE|PRAGMA\s+\w+|WITH\s+\w+\s+AS\s*\()[^\n]*"
+)
+# An absolute POSIX path with at least two segments, or a Windows drive path. Not part of a
+# URL (the look-behind refuses a preceding word character, slash, colon or dot).
+_POSIX_PATH = re.compile(r"(?<![\w/:.~\-\]])(/(?:[^\s/'\"<>()\[\],;:]+/)+[^\s/'\"<>()\[\],;:]*)")
+_WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"<>]+\\)*[^\s\\'\"<>]*")
+_WS = re.compile(r"[ \t]+")
+
+
+class Sanitizer:
+    """Removes what must never reach a client or a log line.
+
+    What goes: traceback text, SQL statements, credentials (configured secret values verbatim,
+    URL userinfo, ``Bearer``/``token`` values, ``password=`` style pairs) and absolute paths
+    (a path under one of ``roots`` becomes relative, so it stays usable; any other becomes
+    ``…/<name>``). Messages are bounded to ``max_chars``.
+    """
+
+    def __init__(
+        self,
+        secrets: Iterable[str] = (),
+        roots: Iterable[Path] = (),
+        *,
+        max_chars: int = MAX_MESSAGE_CHARS,
+    ) -> None:
+        self._secrets: list[str] = []
+        self.max_chars = max_chars
+        self._roots = sorted({Path(r).resolve() for r in roots}, key=lambda p: -len(str(p)))
+        self.add_secrets(secrets)
+
+    @classmethod
+    def from_environment(
+        cls, roots: Iterable[Path] = (), env: dict[str, str] | None = None
+    ) -> Sanitizer:
+        env = os.environ if env is None else env
+        secrets = [v for k, v in env.items() if _SECRET_ENV_NAME.search(k)]
+        return cls(secrets, roots or [Path.cwd()])
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        new = {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
+        self._secrets = sorted(set(self._secrets) | new, key=len, reverse=True)
+
+    def _path(self, match: re.Match[str]) -> str:
+        raw = match.group(1) if match.re is _POSIX_PATH else match.group(0)
+        trailing = ""
+        while raw and raw[-1] in ".:":  # sentence punctuation after a path
+            trailing = raw[-1] + trailing
+            raw = raw[:-1]
+        for root in self._roots:
+            try:
+                rel = Path(raw).relative_to(root)
+            except ValueError:
+                continue
+            text = rel.as_posix()
+            return (text if text != "." else ".") + trailing
+        name = raw.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        return f"…/{name}{trailing}" if name else "…" + trailing
+
+    def redact_secrets(self, text: str) -> str:
+        """Only the credentials: configured secrets, URL userinfo, auth header values."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, _REDACTED)
+        text = _URL_USERINFO.sub(r"\1***@", text)
+        text = _AUTH_SCHEME.sub(
+            lambda m: f"{m.group(1) or ''}{m.group(2)}{m.group(3)}{_REDACTED}", text
+        )
+        return _SECRET_KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+
+    def __call__(self, text: object, *, max_chars: int | None = None) -> str:
+        s = self.redact_secrets(text if isinstance(text, str) else str(text))
+        s = _TRACEBACK.sub("[traceback removed]", s)
+        s = _FRAME_LINE.sub("", s)
+        s = _FILE_URL.sub("[file url removed]", s)
+        s = _SQL.sub("[SQL removed]", s)
+        s = _POSIX_PATH.sub(self._path, s)
+        s = _WIN_PATH.sub(self._path, s)
+        s = _WS.sub(" ", s).strip()
+        limit = self.max_chars if max_chars is None else max_chars
+        if limit and len(s) > limit:
+            s = s[: limit - 1].rstrip() + "…"
+        return s

@@ -1,0 +1,286 @@
+"""The one call pipeline every ``tools/call`` goes through (DESIGN.md, steps 1-7).
+
+policy → validate (before any I/O) → breaker → run under timeout → shape → sanitize → audit
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from .audit import AuditLog, redact_arguments
+from .errors import ErrorCode, GatewayError, Sanitizer, error_payload
+from .health import HealthMonitor
+from .policy import Policy
+from .registry import RegisteredTool, Registry
+from .spec import ProgressFn, Tier, ToolContext
+
+log = logging.getLogger("gateway.pipeline")
+
+_MAX_FIELD_ERRORS = 20
+
+
+@dataclass
+class CallResult:
+    """``payload`` is the complete JSON result: the tool's output, or the error envelope."""
+
+    payload: dict[str, Any]
+    is_error: bool
+    tool: RegisteredTool | None = None
+
+    @property
+    def code(self) -> str:
+        return str(self.payload["error"]["code"]) if self.is_error else "OK"
+
+    def text(self) -> str:
+        return json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def format_validation_error(exc: ValidationError) -> GatewayError:
+    """Name each field and rule; never echo the input value."""
+    fields = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        rule = err["type"]
+        msg = err["msg"]
+        if rule == "extra_forbidden":
+            msg = "unknown field; it is not a parameter of this tool"
+        elif rule == "missing":
+            msg = "required field is missing"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        fields.append({"field": loc, "rule": rule, "message": msg})
+    shown = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    more = f" (+{len(fields) - 5} more)" if len(fields) > 5 else ""
+    return GatewayError(
+        ErrorCode.VALIDATION_ERROR,
+        f"Invalid arguments: {shown}{more}",
+        details={"fields": fields[:_MAX_FIELD_ERRORS]},
+    )
+
+
+def _classify_exception(exc: BaseException) -> GatewayError | None:
+    """Map well-known transport exceptions to structured errors without importing httpx."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    module = type(exc).__module__.split(".")[0]
+    if module in {"httpx", "httpcore", "httpx2"}:
+        if names & {"ConnectTimeout", "PoolTimeout"}:
+            return GatewayError(ErrorCode.BACKEND_UNAVAILABLE, "the backend did not accept a connection in time")
+        if names & {"TimeoutException"}:
+            return GatewayError(ErrorCode.TIMEOUT, "the backend did not answer in time")
+        if names & {"ConnectError", "NetworkError"}:
+            return GatewayError(ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection")
+        if "HTTPStatusError" in names:
+            status = getattr(getattr(exc, "response", None), "status_code", "?")
+            return GatewayError(ErrorCode.BACKEND_ERROR, f"the backend answered HTTP {status}")
+        if names & {"RemoteProtocolError", "DecodingError", "TransportError"}:
+            return GatewayError(ErrorCode.BACKEND_ERROR, "the backend sent a malformed response")
+    if isinstance(exc, ConnectionError):
+        return GatewayError(ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection")
+    return None
+
+
+def _frames(exc: BaseException) -> str:
+    """Where it happened, as short relative names: enough to find it, no absolute paths."""
+    parts = []
+    for fr in traceback.extract_tb(exc.__traceback__)[-4:]:
+        short = "/".join(fr.filename.replace("\\", "/").split("/")[-2:])
+        parts.append(f"{short}:{fr.lineno} in {fr.name}")
+    return " < ".join(reversed(parts))
+
+
+class Pipeline:
+    def __init__(
+        self,
+        registry: Registry,
+        policy: Policy,
+        health: HealthMonitor,
+        sanitizer: Sanitizer,
+        audit: AuditLog,
+        *,
+        default_timeout: float,
+        debug: bool = False,
+    ) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.health = health
+        self.sanitize = sanitizer
+        self.audit = audit
+        self.default_timeout = default_timeout
+        self.debug = debug
+
+    def _error(self, err: GatewayError, tool: RegisteredTool | None, cid: str | None = None) -> CallResult:
+        payload = error_payload(
+            err.code,
+            self.sanitize(err.message),
+            retryable=err.retryable,
+            details=err.details,
+            correlation_id=cid,
+        )
+        return CallResult(payload, True, tool)
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> CallResult:
+        # 1. policy
+        tool = self.registry.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return self._error(
+                GatewayError(ErrorCode.NOT_FOUND, f"unknown tool {str(name)[:80]!r}; list the tools to see what exists"),
+                None,
+            )
+        hidden = self.policy.hidden_reason(tool)
+        if hidden:
+            return self._error(
+                GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}"), tool
+            )
+        # 2. validation, before any I/O
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return self._error(
+                GatewayError(ErrorCode.VALIDATION_ERROR, "Invalid arguments: must be a JSON object"),
+                tool,
+            )
+        try:
+            args = tool.spec.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            return self._error(format_validation_error(exc), tool)
+
+        cid = uuid.uuid4().hex[:12]
+        mutation = tool.tier is Tier.MUTATION
+        started = time.perf_counter()
+        if mutation:
+            self.audit.write(
+                {
+                    "tool": name,
+                    "plugin": tool.plugin.name,
+                    "correlation_id": cid,
+                    "outcome": "STARTED",
+                    "arguments": redact_arguments(arguments),
+                }
+            )
+        result = await self._run(tool, args, cid, progress)
+        if mutation:
+            self.audit.write(
+                {
+                    "tool": name,
+                    "plugin": tool.plugin.name,
+                    "correlation_id": cid,
+                    "outcome": result.code,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                }
+            )
+        return result
+
+    async def _run(
+        self,
+        tool: RegisteredTool,
+        args: BaseModel,
+        cid: str,
+        progress: ProgressFn | None,
+    ) -> CallResult:
+        spec = tool.spec
+        # 3. breaker (and "not configured") for the tool's backend
+        breaker = None
+        if spec.backend:
+            try:
+                breaker = self.health.gate(tool.plugin.name, spec.backend)
+            except GatewayError as err:
+                return self._error(err, tool)
+
+        async def report(p: float, total: float | None, message: str | None) -> None:
+            if progress is not None:
+                await progress(p, total, self.sanitize(message, max_chars=200) if message else None)
+
+        ctx: ToolContext[Any] = ToolContext(tool.plugin, spec.name, cid, report)
+        timeout = spec.timeout or self.default_timeout
+        # 4. run under the timeout; cancellation (BaseException) passes straight through
+        try:
+            try:
+                with anyio.fail_after(timeout):
+                    raw = await spec.handler(args, ctx)
+                payload = self._shape(tool, raw)
+            except GatewayError as err:
+                outcome = self._error(err, tool)
+            except TimeoutError:
+                outcome = self._error(
+                    GatewayError(
+                        ErrorCode.TIMEOUT,
+                        f"tool {spec.name!r} did not finish within {timeout:g} s; "
+                        "retry later or with a smaller request",
+                    ),
+                    tool,
+                )
+            except ValidationError as exc:
+                outcome = self._internal(tool, cid, exc)
+            except Exception as exc:
+                mapped = _classify_exception(exc)
+                if mapped is not None:
+                    log.warning(
+                        "tool=%s correlation_id=%s %s: %s", spec.name, cid, type(exc).__name__,
+                        self.sanitize(str(exc)),
+                    )
+                    outcome = self._error(mapped, tool)
+                else:
+                    outcome = self._internal(tool, cid, exc)
+            else:
+                outcome = CallResult(payload, False, tool)
+        except BaseException:
+            if breaker is not None:
+                breaker.release()
+            raise
+        if breaker is not None:
+            if outcome.code in (ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.TIMEOUT):
+                breaker.record_failure()
+            elif outcome.code == ErrorCode.VALIDATION_ERROR:
+                breaker.release()
+            else:
+                breaker.record_success()
+        return outcome
+
+    def _shape(self, tool: RegisteredTool, raw: Any) -> dict[str, Any]:
+        # 5. the complete JSON payload; Claude Code shows the model only structuredContent
+        model = tool.spec.output_model
+        if model is not None:
+            if not isinstance(raw, model):
+                raw = model.model_validate(raw)
+            return raw.model_dump(mode="json")
+        if isinstance(raw, BaseModel):
+            return raw.model_dump(mode="json")
+        if isinstance(raw, dict):
+            json.dumps(raw)  # fail here, not in the transport, if it is not JSON
+            return raw
+        raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
+
+    def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> CallResult:
+        # 6. the client gets a generic message; the detail goes to stderr, redacted
+        if self.debug:
+            detail = "".join(traceback.format_exception(exc))
+            log.error("tool=%s correlation_id=%s unexpected error\n%s", tool.name, cid, detail)
+        else:
+            log.error(
+                "tool=%s correlation_id=%s unexpected %s: %s | at %s",
+                tool.name, cid, type(exc).__name__, self.sanitize(str(exc)), _frames(exc),
+            )
+        return self._error(
+            GatewayError(
+                ErrorCode.INTERNAL_ERROR,
+                f"tool {tool.name!r} failed unexpectedly; the gateway log has the details "
+                f"under correlation id {cid}",
+            ),
+            tool,
+            cid,
+        )

@@ -1,0 +1,290 @@
+"""Plugin loader: entry points → pluggy, one plugin at a time, every step isolated.
+
+The loader never calls a hook across all plugins at once. It iterates the entry points
+itself and, per plugin, loads it, registers it, checks its hook names, builds its settings,
+collects its tools and checks; a failure at any step withdraws that plugin alone and records
+why. Nothing here does network I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.metadata as md
+import inspect
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+from pydantic import BaseModel, ValidationError
+
+from . import hookspecs
+from .config import GatewayConfig, build_settings, secret_values, settings_error
+from .errors import Sanitizer
+from .health import HealthMonitor
+from .registry import RegisteredTool, RegistrationError, Registry, build_tool
+from .spec import HealthCheck, PluginContext, ToolSpec
+
+HOOK_NAMES = (
+    "plugin_settings",
+    "register_tools",
+    "register_health_checks",
+    "open_resources",
+    "close_resources",
+)
+
+log = logging.getLogger("gateway.plugins")
+
+
+class PluginState(enum.StrEnum):
+    LOADED = "loaded"
+    FAILED = "failed"
+    DISABLED = "disabled"
+
+
+@dataclass
+class PluginRecord:
+    name: str
+    version: str
+    state: PluginState
+    reason: str | None = None
+    source: str = "entry point"
+    tools: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    context: PluginContext[Any] | None = None
+    module: object | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "state": self.state.value,
+            "reason": self.reason,
+            "tool_count": len(self.tools),
+            "tools": list(self.tools),
+        }
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """Something to load: an entry point, or an object already in hand (tests, built-ins)."""
+
+    name: str
+    version: str
+    load: Callable[[], object]
+    origin: str
+
+
+def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[PluginSource]:
+    sources = []
+    for ep in md.entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        version = dist.version if dist is not None else "unknown"
+        dist_name = dist.metadata["Name"] if dist is not None else "unknown"
+        sources.append(PluginSource(ep.name, version, ep.load, f"entry point from {dist_name}"))
+    return sorted(sources, key=lambda s: (s.name, s.origin))
+
+
+def object_sources(objects: dict[str, object]) -> list[PluginSource]:
+    return [
+        PluginSource(name, getattr(obj, "__version__", "0"), (lambda o=obj: o), "registered object")
+        for name, obj in objects.items()
+    ]
+
+
+def new_plugin_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def call_hook(
+    pm: pluggy.PluginManager, hook_name: str, target: object, **kwargs: Any
+) -> list[Any]:
+    """Call one hook of one plugin only (its implementations, with the arguments they take)."""
+    caller = getattr(pm.hook, hook_name)
+    results = []
+    for impl in caller.get_hookimpls():
+        if impl.plugin is not target:
+            continue
+        results.append(impl.function(*[kwargs[a] for a in impl.argnames]))
+    return results
+
+
+async def maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class PluginLoader:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        registry: Registry,
+        health: HealthMonitor,
+        sanitizer: Sanitizer,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.health = health
+        self.sanitizer = sanitizer
+        self.pm = new_plugin_manager()
+        self.records: list[PluginRecord] = []
+
+    def _selected(self, name: str) -> str | None:
+        cfg = self.config
+        if cfg.plugins and name not in cfg.plugins:
+            return "not in the allow-list (MCP_GATEWAY_PLUGINS / [gateway] plugins)"
+        if name in cfg.disable_plugins:
+            return "disabled by MCP_GATEWAY_DISABLE_PLUGINS / [gateway] disable_plugins"
+        return None
+
+    def load_all(self, sources: Iterable[PluginSource], *, builtin: Iterable[PluginSource] = ()) -> None:
+        seen: dict[str, PluginSource] = {}
+        for src in builtin:
+            self._load_one(src, selectable=False)
+            seen[src.name] = src
+        for src in sources:
+            if src.name in seen:
+                self.records.append(
+                    PluginRecord(
+                        src.name, src.version, PluginState.FAILED,
+                        f"duplicate plugin name: {src.origin} collides with the plugin "
+                        f"already loaded from {seen[src.name].origin}",
+                        source=src.origin,
+                    )
+                )
+                log.error("plugin %s skipped: duplicate plugin name (%s)", src.name, src.origin)
+                continue
+            seen[src.name] = src
+            self._load_one(src, selectable=True)
+
+    def _fail(self, rec: PluginRecord, reason: str) -> None:
+        rec.state = PluginState.FAILED
+        rec.reason = self.sanitizer(reason)
+        rec.tools, rec.checks = [], []
+        self.registry.remove_plugin(rec.name)
+        self.health.remove_plugin(rec.name)
+        if rec.module is not None and self.pm.is_registered(rec.module):
+            self.pm.unregister(rec.module)
+        log.error("plugin %s %s skipped: %s", rec.name, rec.version, rec.reason)
+
+    def _load_one(self, src: PluginSource, *, selectable: bool) -> None:
+        rec = PluginRecord(src.name, src.version, PluginState.LOADED, source=src.origin)
+        self.records.append(rec)
+        if selectable:
+            why = self._selected(src.name)
+            if why:
+                rec.state, rec.reason = PluginState.DISABLED, why
+                return
+        step = "import"
+        try:
+            module = src.load()
+            step = "register"
+            rec.module = module
+            self.pm.register(module, name=src.name)
+            self._check_hook_names(module)
+            step = "plugin_settings"
+            settings = self._settings(module, src.name)
+            self.sanitizer.add_secrets(secret_values(settings))
+            ctx: PluginContext[Any] = PluginContext(
+                name=src.name,
+                version=src.version,
+                settings=settings,
+                data_roots=tuple(self.config.data_roots),
+                logger=logging.getLogger(f"gateway.plugin.{src.name}"),
+            )
+            rec.context = ctx
+            step = "register_tools"
+            specs: list[ToolSpec] = []
+            call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
+            tools: list[RegisteredTool] = [build_tool(s, ctx) for s in specs]
+            step = "register_health_checks"
+            checks: list[HealthCheck] = []
+            call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
+            for t in tools:
+                if t.spec.backend and not any(c.backend == t.spec.backend for c in checks):
+                    raise RegistrationError(
+                        f"tool {t.name!r} depends on backend {t.spec.backend!r}, "
+                        "but no health check declares that backend"
+                    )
+            self.registry.add_all(tools)
+            self.health.add_all(src.name, checks)
+            rec.tools = [t.name for t in tools]
+            rec.checks = [c.name for c in checks]
+        except RegistrationError as exc:
+            self._fail(rec, f"invalid tool declaration: {exc}")
+        except _SettingsInvalid as exc:
+            self._fail(rec, str(exc))
+        except Exception as exc:
+            what = {"import": "failed to import", "register": "cannot be registered"}.get(
+                step, f"raised in hook {step}"
+            )
+            self._fail(rec, f"{what}: {type(exc).__name__}: {exc}")
+
+    def _check_hook_names(self, module: object) -> None:
+        # A misspelt hook (``register_tool``) would otherwise be silently ignored.
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise RegistrationError(f"unknown hook: {exc}") from None
+        for hook in HOOK_NAMES:
+            fn = getattr(module, hook, None)
+            if callable(fn) and not hasattr(fn, f"{hookspecs.PROJECT}_impl"):
+                log.warning("plugin function %s looks like a hook but lacks @hookimpl", hook)
+
+    def _settings(self, module: object, name: str) -> Any:
+        models = call_hook(self.pm, "plugin_settings", module)
+        model = next((m for m in models if m is not None), None)
+        if model is None:
+            return None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise _SettingsInvalid("plugin_settings must return a pydantic BaseModel subclass")
+        try:
+            return build_settings(model, self.config.plugin_table(name), self.config.env)
+        except ValidationError as exc:
+            raise _SettingsInvalid(settings_error(exc)) from None
+
+    async def open_resources(self) -> None:
+        """Run ``open_resources`` per loaded plugin under a timeout; failures skip the plugin."""
+        import anyio
+
+        for rec in self.records:
+            if rec.state is not PluginState.LOADED or rec.module is None:
+                continue
+            try:
+                with anyio.fail_after(self.config.resource_timeout):
+                    for r in call_hook(self.pm, "open_resources", rec.module, plugin=rec.context):
+                        await maybe_await(r)
+            except TimeoutError:
+                await self._close_one(rec)
+                self._fail(rec, f"open_resources did not finish within {self.config.resource_timeout:g} s")
+            except Exception as exc:
+                await self._close_one(rec)
+                self._fail(rec, f"raised in hook open_resources: {type(exc).__name__}: {exc}")
+
+    async def _close_one(self, rec: PluginRecord) -> None:
+        import anyio
+
+        if rec.module is None or not self.pm.is_registered(rec.module):
+            return
+        try:
+            with anyio.move_on_after(self.config.resource_timeout, shield=True):
+                for r in call_hook(self.pm, "close_resources", rec.module, plugin=rec.context):
+                    await maybe_await(r)
+        except Exception as exc:
+            log.error(
+                "plugin %s: close_resources failed: %s: %s",
+                rec.name, type(exc).__name__, self.sanitizer(str(exc)),
+            )
+
+    async def close_resources(self) -> None:
+        for rec in reversed(self.records):
+            if rec.state is PluginState.LOADED:
+                await self._close_one(rec)
+
+
+class _SettingsInvalid(Exception):
+    pass

@@ -1,0 +1,169 @@
+"""Tool registry: checks each spec once and derives what MCP publishes from it.
+
+Everything a client sees about a tool (``inputSchema``, ``outputSchema``, annotations, the
+``MUTATION:`` paragraph) is computed here from the :class:`~gateway.spec.ToolSpec`, so it
+cannot drift from what the pipeline enforces.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
+
+
+class RegistrationError(Exception):
+    """A tool spec the core refuses; the plugin that declared it is skipped."""
+
+
+@dataclass
+class RegisteredTool:
+    spec: ToolSpec
+    tier: Tier
+    plugin: PluginContext[Any]
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    description: str
+    annotations: dict[str, Any]
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def mutation_paragraph(m: Mutation) -> str:
+    reversible = "reversible" if m.reversible else "NOT reversible"
+    kind = "destructive" if m.destructive else "not destructive"
+    idem = "idempotent" if m.idempotent else "not idempotent"
+    consequence = m.consequence.strip().rstrip(".")
+    requires = m.requires.strip().rstrip(".")
+    return (
+        f"MUTATION: {consequence}. Requires: {requires}. "
+        f"This change is {reversible}; {kind}; {idem}. Ask the user to confirm before calling."
+    )
+
+
+def validate_spec(spec: object) -> Tier:
+    """Check a spec and return its tier; raise :class:`RegistrationError` with the reason."""
+    if not isinstance(spec, ToolSpec):
+        raise RegistrationError(f"register() takes a ToolSpec, got {type(spec).__name__}")
+    if not isinstance(spec.name, str) or not TOOL_NAME.fullmatch(spec.name):
+        raise RegistrationError(f"tool name {spec.name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+    where = f"tool {spec.name!r}"
+    if spec.tier is None:
+        raise RegistrationError(f"{where}: no tier; set tier='read' or tier='mutation'")
+    try:
+        tier = Tier(spec.tier)
+    except ValueError:
+        raise RegistrationError(
+            f"{where}: unknown tier {spec.tier!r}; use 'read' or 'mutation'"
+        ) from None
+    if not isinstance(spec.description, str) or not spec.description.strip():
+        raise RegistrationError(f"{where}: description is empty")
+    if not (isinstance(spec.input_model, type) and issubclass(spec.input_model, BaseModel)):
+        raise RegistrationError(f"{where}: input_model must be a pydantic BaseModel subclass")
+    if spec.input_model.model_config.get("extra") != "forbid":
+        raise RegistrationError(
+            f"{where}: input_model must set model_config = ConfigDict(extra='forbid') "
+            "so unknown arguments are rejected"
+        )
+    if spec.output_model is not None and not (
+        isinstance(spec.output_model, type) and issubclass(spec.output_model, BaseModel)
+    ):
+        raise RegistrationError(f"{where}: output_model must be a pydantic BaseModel subclass")
+    if not inspect.iscoroutinefunction(spec.handler):
+        raise RegistrationError(f"{where}: handler must be an async function")
+    if spec.timeout is not None and not (spec.timeout > 0):
+        raise RegistrationError(f"{where}: timeout must be positive")
+    if tier is Tier.MUTATION:
+        m = spec.mutation
+        if not isinstance(m, Mutation):
+            raise RegistrationError(
+                f"{where}: a mutation tool needs mutation=Mutation(consequence=..., requires=..., "
+                "reversible=..., destructive=..., idempotent=...)"
+            )
+        if not m.consequence.strip() or not m.requires.strip():
+            raise RegistrationError(f"{where}: Mutation.consequence and .requires must be stated")
+        for flag in ("reversible", "destructive", "idempotent"):
+            if not isinstance(getattr(m, flag), bool):
+                raise RegistrationError(f"{where}: Mutation.{flag} must be True or False")
+    elif spec.mutation is not None:
+        raise RegistrationError(f"{where}: a read tool cannot carry a Mutation")
+    return tier
+
+
+def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
+    """Validate a spec and derive its published form."""
+    tier = validate_spec(spec)
+    try:
+        input_schema = spec.input_model.model_json_schema()
+        output_schema = spec.output_model.model_json_schema() if spec.output_model else None
+    except Exception as exc:  # pydantic raises several kinds for unschematizable models
+        raise RegistrationError(f"tool {spec.name!r}: schema cannot be generated ({exc})") from None
+    if input_schema.get("type") != "object":
+        raise RegistrationError(f"tool {spec.name!r}: input schema root must be an object")
+    description = spec.description.strip()
+    if tier is Tier.MUTATION:
+        assert spec.mutation is not None
+        description = f"{description}\n\n{mutation_paragraph(spec.mutation)}"
+    title = spec.title or spec.name.replace("_", " ").capitalize()
+    annotations: dict[str, Any] = {
+        "title": title,
+        "read_only_hint": tier is Tier.READ,
+        "destructive_hint": bool(spec.mutation and spec.mutation.destructive),
+        "idempotent_hint": tier is Tier.READ or bool(spec.mutation and spec.mutation.idempotent),
+        "open_world_hint": spec.open_world,
+    }
+    meta = (
+        {"anthropic/maxResultSizeChars": min(int(spec.max_result_chars), 500_000)}
+        if spec.max_result_chars
+        else None
+    )
+    return RegisteredTool(
+        spec=spec,
+        tier=tier,
+        plugin=plugin,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        description=description,
+        annotations=annotations,
+        meta=meta,
+    )
+
+
+class Registry:
+    """All tools of all loaded plugins, by name."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, RegisteredTool] = {}
+
+    def add_all(self, tools: list[RegisteredTool]) -> None:
+        """Add one plugin's tools, all or none: a name taken already refuses the lot."""
+        seen: set[str] = set()
+        for tool in tools:
+            if tool.name in seen:
+                raise RegistrationError(f"tool {tool.name!r} is registered twice by this plugin")
+            seen.add(tool.name)
+            other = self._tools.get(tool.name)
+            if other is not None:
+                raise RegistrationError(
+                    f"tool {tool.name!r} is already provided by plugin {other.plugin.name!r}"
+                )
+        for tool in tools:
+            self._tools[tool.name] = tool
+
+    def remove_plugin(self, plugin_name: str) -> None:
+        for name in [n for n, t in self._tools.items() if t.plugin.name == plugin_name]:
+            del self._tools[name]
+
+    def get(self, name: str) -> RegisteredTool | None:
+        return self._tools.get(name)
+
+    def all(self) -> list[RegisteredTool]:
+        return list(self._tools.values())

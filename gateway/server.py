@@ -1,0 +1,98 @@
+"""Thin MCP wiring: the low-level ``Server`` of the official SDK over the gateway pipeline."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as t
+from mcp.server import Server, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+
+from . import __version__
+from .app import Gateway
+from .pipeline import CallResult
+
+log = logging.getLogger("gateway.server")
+
+INSTRUCTIONS = (
+    "Tools come from plugins. Read tools are safe to call; tools whose description has a "
+    "MUTATION paragraph change state and need the user's confirmation. Errors come back as "
+    '{"error": {"code", "message", "retryable"}}; the message says what to do next. '
+    "Call gateway_status when a tool is missing or a backend is unavailable."
+)
+
+
+def mcp_tool(tool: Any) -> t.Tool:
+    return t.Tool(
+        name=tool.name,
+        title=tool.annotations["title"],
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=t.ToolAnnotations(**tool.annotations),
+        meta=tool.meta,
+    )
+
+
+def to_call_tool_result(result: CallResult) -> t.CallToolResult:
+    """Complete JSON in ``structuredContent`` (all Claude Code shows the model), same JSON as text."""
+    return t.CallToolResult(
+        content=[t.TextContent(type="text", text=result.text())],
+        structured_content=result.payload,
+        is_error=result.is_error,
+    )
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    # The visible tool list is fixed for the life of the process: compute it once.
+    tools = gateway.visible_tools()
+    listed = t.ListToolsResult(tools=[mcp_tool(x) for x in tools])
+    schemas = {x.name: x.input_schema for x in tools}
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        await gateway.start()
+        try:
+            yield {}
+        finally:
+            await gateway.stop()
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+    ) -> t.ListToolsResult:
+        return listed
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: t.CallToolRequestParams
+    ) -> t.CallToolResult:
+        async def progress(p: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(p, total, message)
+
+        result = await gateway.pipeline.call(params.name, params.arguments, progress=progress)
+        return to_call_tool_result(result)
+
+    server: Server[Any] = Server(
+        gateway.config.server_name,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+    return server
+
+
+def initialization_options(server: Server[Any]) -> Any:
+    return server.create_initialization_options(NotificationOptions(tools_changed=False))
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(gateway)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, initialization_options(server))

@@ -1,0 +1,192 @@
+"""What a plugin hands the core: tool specs, health checks, and the contexts it gets back.
+
+A tool is data. The core derives the JSON schemas, the MCP annotations and the ``MUTATION:``
+paragraph from a :class:`ToolSpec`; nothing has to be kept in sync by hand.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, ParamSpec, TypeVar
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel
+
+from .errors import ErrorCode, GatewayError
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+
+class Tier(enum.StrEnum):
+    """Permission tier of a tool. ``mutation`` tools need the user's confirmation."""
+
+    READ = "read"
+    MUTATION = "mutation"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """What a mutation tool does to the world; required for every ``mutation`` tool.
+
+    ``consequence``: what changes ("sets the status of the given jobs").
+    ``requires``: the state the target must be in ("the jobs exist").
+    The flags become the MCP annotations and the ``MUTATION:`` paragraph.
+    """
+
+    consequence: str
+    requires: str
+    reversible: bool
+    destructive: bool
+    idempotent: bool
+
+
+ToolHandler = Callable[[Any, "ToolContext"], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool. ``input_model`` is both the published ``inputSchema`` and the validator.
+
+    The handler is ``async def handler(args: InputModel, ctx: ToolContext) -> OutputModel | dict``.
+    ``timeout`` (seconds) overrides the gateway default. ``backend`` names the health-check
+    backend the tool depends on: its circuit breaker and configuration state gate the call.
+    ``open_world`` says the tool reaches outside the gateway's own data (a remote service).
+    ``max_result_chars`` raises Claude Code's 50k-character inline result limit for this tool.
+    """
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    handler: ToolHandler
+    tier: Tier | str | None
+    title: str | None = None
+    output_model: type[BaseModel] | None = None
+    mutation: Mutation | None = None
+    timeout: float | None = None
+    backend: str | None = None
+    open_world: bool = False
+    max_result_chars: int | None = None
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A named async check of one backend.
+
+    ``check()`` returns ``None`` or a short detail string when healthy and raises when not.
+    ``not_configured``: set it (to a message saying which setting enables the backend) when the
+    plugin's settings leave the backend unconfigured; the check is then not run, health reports
+    ``unconfigured`` and tools depending on ``backend`` fail fast with ``BACKEND_UNAVAILABLE``
+    and that message. ``required=False`` checks do not make ``mcp-gateway health`` fail.
+    """
+
+    name: str
+    check: Callable[[], Awaitable[str | None]]
+    backend: str | None = None
+    timeout: float = 5.0
+    required: bool = True
+    not_configured: str | None = None
+
+
+@dataclass
+class PluginContext(Generic[SettingsT]):
+    """Everything the core gives one plugin for its whole life.
+
+    ``settings`` is the plugin's settings model filled from the config file and environment
+    (``None`` when the plugin declares none). ``resources`` is the plugin's own bag for things
+    opened once in ``open_resources`` and closed in ``close_resources`` (HTTP clients, pools).
+    ``logger`` writes to stderr through the redacting handler; stdout is the stdio transport.
+    """
+
+    name: str
+    version: str
+    settings: SettingsT
+    data_roots: tuple[Path, ...]
+    logger: logging.Logger
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    def resolve_data_path(self, value: str | Path, *, field_name: str = "db_path") -> Path:
+        """Resolve ``value`` and insist it lies inside one of the configured data roots.
+
+        Returns the resolved path; raises ``VALIDATION_ERROR`` naming the field otherwise.
+        """
+        raw = str(value)
+        if not raw.strip() or "\x00" in raw:
+            raise GatewayError(ErrorCode.VALIDATION_ERROR, f"{field_name}: must be a non-empty path")
+        candidate = Path(raw)
+        base = self.data_roots[0] if self.data_roots else Path.cwd()
+        resolved = (candidate if candidate.is_absolute() else base / candidate).resolve()
+        for root in self.data_roots:
+            if resolved == root or root in resolved.parents:
+                return resolved
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{field_name}: {raw!r} is outside the configured data roots; "
+            "use a path inside the working directory (or set MCP_GATEWAY_DATA_ROOTS)",
+        )
+
+    def display_path(self, path: Path) -> str:
+        """A path as the client may see it: relative to the data root that holds it."""
+        for root in self.data_roots:
+            try:
+                return path.relative_to(root).as_posix()
+            except ValueError:
+                continue
+        return path.name
+
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+@dataclass
+class ToolContext(Generic[SettingsT]):
+    """Handed to a handler on every call."""
+
+    plugin: PluginContext[SettingsT]
+    tool: str
+    correlation_id: str
+    _progress: ProgressFn = _no_progress
+
+    @property
+    def settings(self) -> SettingsT:
+        return self.plugin.settings
+
+    @property
+    def logger(self) -> logging.Logger:
+        return self.plugin.logger
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        return self.plugin.resources
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress. Sent as an MCP progress notification when the client asked for
+        progress; a no-op otherwise. Progress also keeps Claude Code's idle watchdog quiet."""
+        await self._progress(progress, total, message)
+
+    async def run_sync(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run blocking code (SQLite, a blocking client library) off the event loop.
+
+        On cancellation or timeout the call is abandoned: the thread finishes in the
+        background, so blocking code must keep its own work atomic (e.g. one transaction).
+        """
+
+        def call() -> R:
+            return fn(*args, **kwargs)
+
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
