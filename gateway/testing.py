@@ -1,0 +1,188 @@
+"""Test kit for plugin authors (a pytest plugin, active wherever mcp-gateway is installed).
+
+Fixtures and helpers:
+
+- ``gateway_factory``: ``gateway_factory(plugins=["queue"], objects={...}, plugin_config={...},
+  env={...}, **gateway_settings)`` builds a :class:`~gateway.app.Gateway` in a temporary
+  working directory (the data root), loading the named installed plugins and/or plugin objects.
+- ``gateway_client(gateway)``: ``async with gateway_client(gw) as client`` gives the official
+  MCP ``Client`` connected in-process over JSON-RPC (what Claude Code sees, minus the pipe).
+- ``assert_plugin_conforms(name, ...)``: the checks every plugin should pass (see its doc).
+
+Async tests use anyio's pytest plugin: mark them ``@pytest.mark.anyio``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from .app import Gateway, build_gateway
+from .config import load_config
+from .errors import ErrorCode, GatewayError
+from .plugins import PluginState
+from .registry import RegisteredTool
+from .spec import Tier
+
+SENTINEL_SECRET = "s3cr3t-SENTINEL-token-4f9a"
+SENTINEL_PATH = "/srv/private/conformance/secret-file.db"
+
+
+def make_gateway(
+    *,
+    plugins: list[str] | None = None,
+    objects: dict[str, object] | None = None,
+    plugin_config: dict[str, dict[str, Any]] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    entry_points: bool = True,
+    **gateway_settings: Any,
+) -> Gateway:
+    """Build a gateway for tests. ``plugins`` restricts the installed plugins loaded (the
+    built-in ``gateway`` plugin is always there); ``env`` replaces the process environment."""
+    cwd = (cwd or Path.cwd()).resolve()
+    environment = dict(env if env is not None else os.environ)
+    overrides = dict(gateway_settings)
+    if plugins is not None:
+        # An empty allow-list means "all"; a name no plugin has means "none".
+        overrides["plugins"] = list(plugins) or ["-none-"]
+    overrides.setdefault("data_roots", [str(cwd)])
+    overrides.setdefault("audit_log", str(cwd / "audit.jsonl"))
+    config = load_config(env={k: v for k, v in environment.items() if k != "MCP_GATEWAY_CONFIG"}, overrides=overrides, cwd=cwd)
+    config.plugin_tables = {k: dict(v) for k, v in (plugin_config or {}).items()}
+    return build_gateway(config, objects=objects, entry_points=entry_points)
+
+
+@contextmanager
+def _chdir(path: Path) -> Iterator[None]:
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+@asynccontextmanager
+async def gateway_client(gateway: Gateway) -> AsyncIterator[Any]:
+    """The official MCP client, connected in-process with JSON-RPC framing and ``initialize``."""
+    from mcp import Client
+
+    from .server import build_server
+
+    async with Client(build_server(gateway), mode="legacy") as client:
+        yield client
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def gateway_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Gateway]:
+    """Build gateways rooted in a fresh temporary directory (also the working directory)."""
+    monkeypatch.chdir(tmp_path)
+
+    def factory(**kwargs: Any) -> Gateway:
+        kwargs.setdefault("cwd", tmp_path)
+        return make_gateway(**kwargs)
+
+    return factory
+
+
+def _check_schema(schema: dict[str, Any], where: str) -> None:
+    from jsonschema.validators import validator_for
+
+    assert json.loads(json.dumps(schema)) == schema, f"{where}: schema is not plain JSON"
+    validator_for(schema).check_schema(schema)
+
+
+async def _conformance(gateway: Gateway, name: str, health_slack: float) -> None:
+    record = gateway.plugin(name)
+    assert record is not None, f"plugin {name!r} is not installed (no entry point of that name)"
+    assert record.state is PluginState.LOADED, f"plugin {name!r} did not load: {record.reason}"
+    tools = [t for t in gateway.registry.all() if t.plugin.name == name]
+    assert tools, f"plugin {name!r} registers no tools"
+
+    async with gateway:
+        # Published form == enforced form.
+        async with gateway_client(gateway) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+        for tool in tools:
+            where = f"tool {tool.name!r}"
+            assert tool.tier in (Tier.READ, Tier.MUTATION), f"{where}: no tier"
+            _check_schema(tool.input_schema, f"{where} inputSchema")
+            assert tool.input_schema.get("type") == "object", f"{where}: inputSchema must be an object"
+            if tool.output_schema is not None:
+                _check_schema(tool.output_schema, f"{where} outputSchema")
+            published = listed.get(tool.name)
+            assert published is not None, f"{where} is missing from tools/list"
+            assert published.input_schema == tool.input_schema, f"{where}: published schema differs"
+            ann = published.annotations
+            assert ann is not None and ann.read_only_hint is (tool.tier is Tier.READ), f"{where}: readOnlyHint"
+            if tool.tier is Tier.MUTATION:
+                assert "MUTATION:" in (published.description or ""), f"{where}: no MUTATION paragraph"
+            # Unknown arguments are refused before the handler runs.
+            res = await gateway.pipeline.call(tool.name, {"__conformance_unknown__": 1})
+            assert res.is_error and res.code == ErrorCode.VALIDATION_ERROR, f"{where}: unknown field accepted"
+
+        # Health checks finish in time, whatever the backends do.
+        for plugin_name, check in gateway.health.checks():
+            if plugin_name != name:
+                continue
+            with anyio.fail_after(check.timeout + health_slack):
+                results = await gateway.health.run(plugin=name, use_cache=False)
+            assert all(r.status in {"ok", "failed", "timeout", "unconfigured"} for r in results)
+
+        # Exceptions carrying a secret and an absolute path come back sanitized.
+        gateway.sanitizer.add_secrets([SENTINEL_SECRET])
+        for tool in tools:
+            for exc in (
+                RuntimeError(f"boom with {SENTINEL_SECRET} at {SENTINEL_PATH}"),
+                GatewayError(ErrorCode.BACKEND_ERROR, f"failed: token {SENTINEL_SECRET} in {SENTINEL_PATH}"),
+            ):
+                result = await _call_with_failing_handler(gateway, tool, exc)
+                text = result.text()
+                assert result.is_error, f"tool {tool.name!r}: a raising handler did not give an error"
+                assert SENTINEL_SECRET not in text, f"tool {tool.name!r}: secret leaked: {text}"
+                assert SENTINEL_PATH not in text, f"tool {tool.name!r}: absolute path leaked: {text}"
+                assert "Traceback" not in text
+
+
+async def _call_with_failing_handler(gateway: Gateway, tool: RegisteredTool, exc: Exception) -> Any:
+    async def failing(args: Any, ctx: Any) -> Any:
+        raise exc
+
+    patched = dataclasses.replace(tool, spec=dataclasses.replace(tool.spec, handler=failing))
+    args = tool.spec.input_model.model_construct()
+    return await gateway.pipeline._run(patched, args, "conformance", None)
+
+
+def assert_plugin_conforms(
+    name: str,
+    *,
+    plugin_config: dict[str, dict[str, Any]] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    health_slack: float = 2.0,
+) -> None:
+    """Load installed plugin ``name`` and check what every plugin must satisfy:
+
+    it loads; every tool has a tier, valid JSON schemas that round-trip and equal what
+    ``tools/list`` publishes, the right ``readOnlyHint`` and, for mutations, the ``MUTATION:``
+    paragraph; unknown arguments give ``VALIDATION_ERROR``; every health check finishes within
+    its timeout; and an exception containing a secret and an absolute path comes back sanitized.
+    """
+    workdir = (cwd or Path.cwd()).resolve()
+    with _chdir(workdir):
+        gateway = make_gateway(plugins=[name], plugin_config=plugin_config, env=env, cwd=workdir)
+        anyio.run(_conformance, gateway, name, health_slack)
