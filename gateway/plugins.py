@@ -216,7 +216,7 @@ class PluginLoader:
             rec.checks = [c.name for c in checks]
         except RegistrationError as exc:
             self._fail(rec, f"invalid tool declaration: {exc}")
-        except _SettingsInvalid as exc:
+        except _PluginInvalid as exc:
             self._fail(rec, str(exc))
         except Exception as exc:
             what = {"import": "failed to import", "register": "cannot be registered"}.get(
@@ -229,7 +229,7 @@ class PluginLoader:
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            raise RegistrationError(f"unknown hook: {exc}") from None
+            raise _PluginInvalid(f"unknown hook: {exc}") from None
         for hook in HOOK_NAMES:
             fn = getattr(module, hook, None)
             if callable(fn) and not hasattr(fn, f"{hookspecs.PROJECT}_impl"):
@@ -241,11 +241,11 @@ class PluginLoader:
         if model is None:
             return None
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise _SettingsInvalid("plugin_settings must return a pydantic BaseModel subclass")
+            raise _PluginInvalid("plugin_settings must return a pydantic BaseModel subclass")
         try:
             return build_settings(model, self.config.plugin_table(name), self.config.env)
         except ValidationError as exc:
-            raise _SettingsInvalid(settings_error(exc)) from None
+            raise _PluginInvalid(settings_error(exc)) from None
 
     async def open_resources(self) -> None:
         """Run ``open_resources`` per loaded plugin under a timeout; failures skip the plugin."""
@@ -286,5 +286,5 @@ class PluginLoader:
                 await self._close_one(rec)
 
 
-class _SettingsInvalid(Exception):
+class _PluginInvalid(Exception):
     pass

@@ -47,10 +47,18 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
-    # The visible tool list is fixed for the life of the process: compute it once.
-    tools = gateway.visible_tools()
-    listed = t.ListToolsResult(tools=[mcp_tool(x) for x in tools])
-    schemas = {x.name: x.input_schema for x in tools}
+    # The visible tool list is fixed once plugin resources are open (a plugin whose
+    # open_resources fails is withdrawn then): compute it once, on first use.
+    cache: dict[str, Any] = {}
+
+    def listed() -> t.ListToolsResult:
+        if "tools" not in cache:
+            cache["tools"] = t.ListToolsResult(tools=[mcp_tool(x) for x in gateway.visible_tools()])
+        return cache["tools"]  # type: ignore[no-any-return]
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        tool = gateway.registry.get(name)
+        return tool.input_schema if tool is not None and gateway.policy.visible(tool) else None
 
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -63,7 +71,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListToolsResult:
-        return listed
+        return listed()
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: t.CallToolRequestParams
@@ -79,7 +87,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
         version=__version__,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
-        get_tool_input_schema=schemas.get,
+        get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )

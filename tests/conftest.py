@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_PLUGINS = Path(__file__).resolve().parent / "fixture_plugins"
+
+
+def write_dist(site: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
+    """A real installed distribution, as importlib.metadata sees one: a module plus a
+    ``*.dist-info`` folder with METADATA and entry_points.txt, in a folder on sys.path."""
+    site.mkdir(parents=True, exist_ok=True)
+    for name, source in modules.items():
+        (site / f"{name}.py").write_text(textwrap.dedent(source))
+    info = site / f"{dist.replace('-', '_')}-1.2.3.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2.3\n")
+    lines = ["[mcp_gateway.plugins]"] + [f"{k} = {v}" for k, v in entry_points.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
+    """Install throw-away plugin distributions for this test only (in-process and for
+    subprocesses through PYTHONPATH)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    added: list[str] = []
+
+    def install(dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> Path:
+        write_dist(site, dist, entry_points, modules)
+        added.extend(modules)
+        importlib.invalidate_caches()
+        return site
+
+    yield install
+    for name in added:
+        sys.modules.pop(name, None)
+
+
+def gateway_env(**extra: str) -> dict[str, str]:
+    """Environment for a gateway subprocess: this one, minus anything that would change it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")}
+    env.update(extra)
+    return env

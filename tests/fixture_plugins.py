@@ -1,0 +1,137 @@
+"""Sources of throw-away plugins used by the fault-isolation tests.
+
+Each is installed as a real distribution with a real entry point (see ``conftest.write_dist``).
+"""
+
+from __future__ import annotations
+
+_HEADER = """
+from __future__ import annotations
+import anyio
+from pydantic import BaseModel, ConfigDict
+from gateway import HealthCheck, Mutation, Tier, ToolSpec, env_field, hookimpl
+
+class EchoIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+
+async def echo(args, ctx):
+    return {"echo": args.text}
+
+def echo_spec(name, **kw):
+    kw.setdefault("tier", Tier.READ)
+    return ToolSpec(name=name, description="Echo the text back.", input_model=EchoIn, handler=echo, **kw)
+"""
+
+GOOD = _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("good_echo"))
+"""
+
+BROKEN: dict[str, str] = {
+    "fails_import": """
+raise ImportError("No module named 'frobnicate' (optional dependency missing)")
+""",
+    "raises_settings": _HEADER + """
+@hookimpl
+def plugin_settings():
+    raise RuntimeError("settings hook exploded")
+""",
+    "raises_tools": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("raises_tools_echo"))
+    raise ValueError("tools hook exploded")
+""",
+    "raises_checks": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("raises_checks_echo"))
+
+@hookimpl
+def register_health_checks(register):
+    raise KeyError("checks hook exploded")
+""",
+    "raises_open": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("raises_open_echo"))
+
+@hookimpl
+async def open_resources(plugin):
+    raise OSError("cannot open the pool")
+""",
+    "zz_duplicate_tool": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("zz_own_tool"))
+    register(echo_spec("good_echo"))
+""",
+    "no_tier": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("no_tier_echo", tier=None))
+""",
+    "mutation_unstated": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("mutation_unstated_echo", tier=Tier.MUTATION))
+""",
+    "bad_name": _HEADER + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("bad name!"))
+""",
+    "misspelt_hook": _HEADER + """
+@hookimpl
+def register_tool(register):
+    register(echo_spec("misspelt_echo"))
+""",
+    "invalid_config": _HEADER + """
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    port: int = env_field("INVALID_CONFIG_PORT", default=80)
+
+@hookimpl
+def plugin_settings():
+    return Settings
+
+@hookimpl
+def register_tools(register):
+    register(echo_spec("invalid_config_echo"))
+""",
+    "hanging_check": _HEADER + """
+async def hang():
+    await anyio.sleep_forever()
+
+@hookimpl
+def register_tools(register):
+    register(echo_spec("hanging_check_echo"))
+
+@hookimpl
+def register_health_checks(register):
+    register(HealthCheck(name="hangs", check=hang, timeout=0.5))
+""",
+}
+
+#: What each broken plugin must be reported with (a fragment of its reason).
+EXPECTED_REASON: dict[str, str] = {
+    "fails_import": "failed to import",
+    "raises_settings": "raised in hook plugin_settings",
+    "raises_tools": "raised in hook register_tools",
+    "raises_checks": "raised in hook register_health_checks",
+    "raises_open": "raised in hook open_resources",
+    "zz_duplicate_tool": "already provided by plugin 'good'",
+    "no_tier": "no tier",
+    "mutation_unstated": "needs mutation=Mutation",
+    "bad_name": "does not match",
+    "misspelt_hook": "unknown hook",
+    "invalid_config": "invalid settings: port",
+}
+
+
+def install_all(install) -> None:  # type: ignore[no-untyped-def]
+    modules = {"gwfx_good": GOOD} | {f"gwfx_{k}": v for k, v in BROKEN.items()}
+    eps = {"good": "gwfx_good"} | {k: f"gwfx_{k}" for k in BROKEN}
+    install("gwfx-plugins", eps, modules)
