@@ -1,0 +1,192 @@
+"""The jobs store API shared with the scrape plugin, on real SQLite files."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from gateway_queue import store
+from gateway_queue.store import (
+    InsertCounts,
+    NewJob,
+    StoreError,
+    connect_reader,
+    connect_writer,
+    insert_jobs,
+)
+
+
+def job(url: str, **kw: object) -> NewJob:
+    fields: dict[str, object] = {
+        "url": url,
+        "title": "Engineer",
+        "company": "Acme",
+        "description": "Builds things",
+        "location": "Remote",
+        "source": "linkedin",
+        "job_id": "J-" + url,
+        "captured_at": "2025-01-02T03:04:05Z",
+        "payload_json": '{"raw": true}',
+    }
+    fields.update(kw)
+    return NewJob(**fields)  # type: ignore[arg-type]
+
+
+LEGACY_DDL = """
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT, title TEXT, company TEXT, description TEXT,
+    url TEXT NOT NULL UNIQUE, location TEXT, source TEXT, status TEXT NOT NULL DEFAULT 'new',
+    captured_at TEXT, payload_json TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT,
+    resume_pdf_path TEXT, resume_written_at TEXT, run_id TEXT, attempt_count INTEGER DEFAULT 0,
+    last_error TEXT);
+CREATE INDEX idx_jobs_status ON jobs(status);
+"""
+
+
+def table_columns(path: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("PRAGMA table_info(jobs)").fetchall()
+
+
+def test_writer_creates_folders_and_the_exact_legacy_schema(tmp_path):
+    db = tmp_path / "data" / "capture" / "jobs.db"
+    connect_writer(db).close()
+    legacy = tmp_path / "legacy.db"
+    with sqlite3.connect(legacy) as conn:
+        conn.executescript(LEGACY_DDL)
+    assert table_columns(db) == table_columns(legacy)
+    with sqlite3.connect(db) as conn:
+        indexes = {r[1] for r in conn.execute("PRAGMA index_list(jobs)")}
+        journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert {"idx_jobs_status", store.PAGE_INDEX_NAME} <= indexes
+    assert journal == "delete"  # never switched to WAL
+
+
+def test_writer_opens_a_legacy_database_without_touching_its_rows(tmp_path):
+    db = tmp_path / "jobs.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(LEGACY_DDL)
+        conn.execute(
+            "INSERT INTO jobs (url, status, payload_json, created_at, last_error, attempt_count)"
+            " VALUES ('u1', 'applied', '{}', '2020-01-01', 'boom', 3)"
+        )
+    before = sqlite3.connect(db).execute("SELECT * FROM jobs").fetchall()
+    for _ in range(2):  # idempotent
+        conn = connect_writer(db)
+        counts = insert_jobs(conn, [job("u1"), job("u2")])
+        conn.close()
+    assert counts == InsertCounts(inserted=0, duplicates=2)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT * FROM jobs WHERE url = 'u1'").fetchall() == before
+        assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2
+
+
+def test_insert_counts_duplicates_in_the_db_and_within_the_batch(tmp_path):
+    conn = connect_writer(tmp_path / "jobs.db")
+    assert insert_jobs(conn, [job("a"), job("b")], now="2025-01-01T00:00:00Z") == InsertCounts(2, 0)
+    counts = insert_jobs(conn, [job("b", title="changed"), job("c"), job("c")])
+    assert counts == InsertCounts(inserted=1, duplicates=2)
+    rows = conn.execute(
+        "SELECT url, title, status, created_at, attempt_count, payload_json FROM jobs ORDER BY id"
+    ).fetchall()
+    conn.close()
+    assert rows[0] == ("a", "Engineer", "new", "2025-01-01T00:00:00Z", 0, '{"raw": true}')
+    assert rows[1][1] == "Engineer"  # an existing row is never modified
+    assert [r[0] for r in rows] == ["a", "b", "c"]
+    assert rows[2][3].endswith("Z")
+
+
+def test_insert_with_another_status(tmp_path):
+    conn = connect_writer(tmp_path / "jobs.db")
+    insert_jobs(conn, [job("a")], status="shortlist")
+    assert conn.execute("SELECT status FROM jobs").fetchone() == ("shortlist",)
+    with pytest.raises(ValueError):
+        insert_jobs(conn, [job("b")], status="bogus")
+    conn.close()
+
+
+def test_insert_is_all_or_nothing(tmp_path):
+    conn = connect_writer(tmp_path / "jobs.db")
+    bad = job("x", payload_json=None)  # violates NOT NULL
+    with pytest.raises(StoreError) as err:
+        insert_jobs(conn, [job("a"), job("b"), bad])
+    assert "constraint" in err.value.reason
+    assert not err.value.retryable
+    assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
+    assert not conn.in_transaction
+    conn.close()
+
+
+def test_insert_waits_then_fails_retryable_when_another_writer_holds_the_lock(tmp_path):
+    db = tmp_path / "jobs.db"
+    connect_writer(db).close()
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    conn = connect_writer(db, busy_timeout_s=0.2)
+    try:
+        with pytest.raises(StoreError) as err:
+            insert_jobs(conn, [job("a")])
+        assert err.value.retryable
+        assert "locked" in err.value.reason
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert insert_jobs(conn, [job("a")]) == InsertCounts(1, 0)
+    conn.close()
+
+
+def test_writer_connection_is_usable_from_another_thread(tmp_path):
+    conn = connect_writer(tmp_path / "jobs.db")
+    result: list[InsertCounts] = []
+    t = threading.Thread(target=lambda: result.append(insert_jobs(conn, [job("a")])))
+    t.start()
+    t.join()
+    conn.close()
+    assert result == [InsertCounts(1, 0)]
+
+
+def test_reader_is_read_only_and_reports_missing_files(tmp_path):
+    db = tmp_path / "jobs.db"
+    with pytest.raises(FileNotFoundError):
+        connect_reader(db)
+    assert not db.exists()
+    w = connect_writer(db)
+    insert_jobs(w, [job("a")])
+    w.close()
+    r = connect_reader(db)
+    with pytest.raises(sqlite3.OperationalError):
+        r.execute("DELETE FROM jobs")
+    r.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"this is not sqlite at all" * 100, "not a SQLite database"),
+        (None, "no jobs table"),
+    ],
+)
+def test_reader_rejects_files_that_are_not_jobs_databases(tmp_path, content, reason):
+    db = tmp_path / "jobs.db"
+    if content is None:
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE other (x)")
+    else:
+        db.write_bytes(content)
+    with pytest.raises(StoreError) as err:
+        connect_reader(db)
+    assert reason in err.value.reason
+    assert str(tmp_path) not in err.value.reason
+
+
+def test_writer_rejects_a_jobs_table_with_other_columns(tmp_path):
+    db = tmp_path / "jobs.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, url TEXT)")
+    with pytest.raises(StoreError) as err:
+        connect_writer(db)
+    assert "expected columns" in err.value.reason
+    assert "SELECT" not in err.value.reason
