@@ -135,3 +135,51 @@ def install_all(install) -> None:  # type: ignore[no-untyped-def]
     modules = {"gwfx_good": GOOD} | {f"gwfx_{k}": v for k, v in BROKEN.items()}
     eps = {"good": "gwfx_good"} | {k: f"gwfx_{k}" for k in BROKEN}
     install("gwfx-plugins", eps, modules)
+
+#: A plugin with one HTTP backend, for the degradation tests.
+SVC = """
+from __future__ import annotations
+from typing import Any
+from pydantic import BaseModel, ConfigDict
+from gateway import HealthCheck, Tier, ToolSpec, env_field, hookimpl
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str | None = env_field("SVC_URL", default=None)
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+async def fetch(args, ctx):
+    resp = await ctx.resources["client"].get(ctx.settings.url + "/data")
+    resp.raise_for_status()
+    return resp.json()
+
+@hookimpl
+def plugin_settings():
+    return Settings
+
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="svc_fetch", description="Fetch the data.", input_model=In,
+                      handler=fetch, tier=Tier.READ, backend="svc", timeout=1.0, open_world=True))
+
+@hookimpl
+def register_health_checks(register, plugin):
+    async def ping():
+        resp = await plugin.resources["client"].get(plugin.settings.url + "/health")
+        resp.raise_for_status()
+        return None
+    register(HealthCheck(name="svc_ping", check=ping, backend="svc", timeout=1.0,
+                         not_configured=None if plugin.settings.url else
+                         "svc is not configured: set SVC_URL to enable svc_fetch"))
+
+@hookimpl
+async def open_resources(plugin):
+    import httpx
+    plugin.resources["client"] = httpx.AsyncClient(timeout=30.0)
+
+@hookimpl
+async def close_resources(plugin):
+    await plugin.resources["client"].aclose()
+"""

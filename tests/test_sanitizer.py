@@ -1,0 +1,171 @@
+"""Nothing secret or internal leaves the gateway: not in a tool result, not in a log line."""
+
+from __future__ import annotations
+
+import io
+import logging
+import string
+
+import anyio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict
+
+from gateway import ErrorCode, GatewayError, Tier, ToolSpec, hookimpl
+from gateway.errors import Sanitizer
+from gateway.logs import RedactingFormatter
+from gateway.testing import make_gateway
+
+CONFIGURED_SECRET = "cfg-Secret-value-9d8e7f"
+
+word = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
+# Credentials long and random enough that they cannot occur in a log line by chance.
+secret_chars = st.text(alphabet=string.ascii_letters + string.digits + "-._~+/", min_size=12, max_size=40).map(
+    lambda s: "tk9" + s
+)
+abs_path = st.lists(word, min_size=2, max_size=6).map(lambda parts: "/" + "/".join(parts))
+win_path = st.lists(word, min_size=2, max_size=4).map(lambda parts: "C:\\" + "\\".join(parts))
+pg_url = st.tuples(word, secret_chars.filter(lambda s: "/" not in s), word).map(
+    lambda t: (f"postgres://{t[0]}:{t[1]}@{t[2]}.example:5432/jobs", t[1])
+)
+bearer = secret_chars.map(lambda s: (f"Authorization: Bearer {s}", s))
+sql = st.sampled_from(
+    [
+        "SELECT id, url FROM jobs WHERE status = 'new' ORDER BY captured_at DESC",
+        "INSERT INTO jobs (url, status) VALUES (?, ?)",
+        "UPDATE jobs SET status = 'applied' WHERE id = 3",
+        "DELETE FROM jobs WHERE id IN (1, 2)",
+        "CREATE TABLE jobs (id INTEGER PRIMARY KEY)",
+        "PRAGMA table_info(jobs)",
+    ]
+)
+traceback_text = st.tuples(abs_path, word).map(
+    lambda t: (
+        "Traceback (most recent call last):\n"
+        f'  File "{t[0]}.py", line 12, in {t[1]}\n'
+        "    raise ValueError('x')\n"
+        "ValueError: x"
+    )
+)
+
+
+@st.composite
+def leaky_message(draw):  # type: ignore[no-untyped-def]
+    """A message mixing ordinary words with every kind of thing that must not leak."""
+    forbidden: list[str] = []
+    parts: list[str] = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["word", "path", "win", "pg", "bearer", "secret", "sql", "tb"]))
+        if kind == "word":
+            parts.append(draw(word))
+        elif kind == "path":
+            p = draw(abs_path)
+            parts.append(draw(st.sampled_from(["{}", "'{}'", '"{}"', "({})", "{}:", "at {}."])).format(p))
+            forbidden.append(p)
+        elif kind == "win":
+            p = draw(win_path)
+            parts.append(p)
+            forbidden.append(p)
+        elif kind == "pg":
+            url, pw = draw(pg_url)
+            parts.append(url)
+            forbidden.append(pw)
+        elif kind == "bearer":
+            header, token = draw(bearer)
+            parts.append(header)
+            forbidden.append(token)
+        elif kind == "secret":
+            parts.append(f"key={CONFIGURED_SECRET}")
+            forbidden.append(CONFIGURED_SECRET)
+        elif kind == "sql":
+            q = draw(sql)
+            parts.append(q)
+            forbidden.append(q)
+        else:
+            parts.append(draw(traceback_text))
+            forbidden.append("Traceback (most recent call last)")
+    return " ".join(parts), forbidden
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Raiser:
+    def __init__(self) -> None:
+        self.exc: Exception = RuntimeError()
+
+    @hookimpl
+    def register_tools(self, register):  # type: ignore[no-untyped-def]
+        async def boom(args, ctx):  # type: ignore[no-untyped-def]
+            raise self.exc
+
+        register(ToolSpec(name="boom", description="Raises.", input_model=_In, handler=boom, tier=Tier.READ))
+
+
+def _gateway_with_log(tmp_path):  # type: ignore[no-untyped-def]
+    raiser = _Raiser()
+    gw = make_gateway(
+        objects={"raiser": raiser},
+        entry_points=False,
+        env={"SERVICE_API_TOKEN": CONFIGURED_SECRET},
+        cwd=tmp_path,
+    )
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(RedactingFormatter(gw.sanitizer))
+    logger = logging.getLogger("gateway")
+    logger.addHandler(handler)
+    return gw, raiser, stream, lambda: logger.removeHandler(handler)
+
+
+def test_leaky_exceptions_never_reach_the_result_or_the_log(tmp_path):
+    gw, raiser, stream, cleanup = _gateway_with_log(tmp_path)
+    calls: list[int] = []
+
+    @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(leaky_message(), st.sampled_from(["unexpected", "deliberate"]))
+    def check(case, kind):  # type: ignore[no-untyped-def]
+        message, forbidden = case
+        calls.append(1)
+        raiser.exc = (
+            RuntimeError(message) if kind == "unexpected" else GatewayError(ErrorCode.BACKEND_ERROR, message)
+        )
+        stream.seek(0)
+        stream.truncate()
+        result = anyio.run(gw.call, "boom", {})
+        text = result.text()
+        log_text = stream.getvalue()
+        assert result.is_error
+        assert result.code == ("INTERNAL_ERROR" if kind == "unexpected" else "BACKEND_ERROR")
+        if kind == "unexpected":
+            assert result.payload["error"]["correlation_id"] in log_text
+        for needle in forbidden:
+            assert needle not in text, (needle, text)
+            assert needle not in log_text, (needle, log_text)
+        assert len(result.payload["error"]["message"]) <= 600
+
+    try:
+        check()
+    finally:
+        cleanup()
+    assert len(calls) >= 1000
+
+
+def test_paths_under_the_data_root_stay_usable_as_relative_paths(tmp_path):
+    s = Sanitizer([], [tmp_path])
+    assert s(f"cannot open {tmp_path}/data/capture/jobs.db.") == "cannot open data/capture/jobs.db."
+    assert s("cannot open /srv/elsewhere/jobs.db") == "cannot open …/jobs.db"
+    assert s("see https://host.example/a/b/c") == "see https://host.example/a/b/c"
+
+
+def test_url_userinfo_is_removed_but_the_host_is_kept():
+    s = Sanitizer()
+    assert s("connect to postgres://bob:hunter22@db.internal:5432/x failed") == (
+        "connect to postgres://***@db.internal:5432/x failed"
+    )
+
+
+def test_messages_are_bounded():
+    s = Sanitizer(max_chars=50)
+    assert len(s("x" * 10_000)) == 50
