@@ -183,3 +183,43 @@ async def open_resources(plugin):
 async def close_resources(plugin):
     await plugin.resources["client"].aclose()
 """
+
+#: Progress, stray stdout writes and slow work, for the pipeline tests.
+WORKER = """
+from __future__ import annotations
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+from gateway import Tier, ToolSpec, hookimpl
+
+STATE = {"finished": 0, "cancelled": 0}
+
+class CountIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int = Field(3, ge=1, le=50)
+
+class SleepIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seconds: float = Field(ge=0, le=60)
+
+async def count_up(args, ctx):
+    for i in range(1, args.n + 1):
+        print("a plugin writing to stdout must not corrupt the protocol")
+        await ctx.progress(i, args.n, f"step {i} of {args.n}")
+    return {"counted": args.n}
+
+async def sleepy(args, ctx):
+    try:
+        await anyio.sleep(args.seconds)
+    except BaseException:
+        STATE["cancelled"] += 1
+        raise
+    STATE["finished"] += 1
+    return {"slept": args.seconds}
+
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="count_up", description="Count with progress.", input_model=CountIn,
+                      handler=count_up, tier=Tier.READ))
+    register(ToolSpec(name="sleepy", description="Sleep.", input_model=SleepIn, handler=sleepy,
+                      tier=Tier.READ, timeout=2.0))
+"""

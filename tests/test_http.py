@@ -1,0 +1,115 @@
+"""Streamable HTTP: stateless JSON, bearer token, Host/Origin checks, liveness and readiness."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from conftest import gateway_env
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "http-test-token-5b1e"
+MCP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-06-18",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_gateway(tmp_path) -> Iterator[str]:
+    port = _free_port()
+    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "serve", "--transport", "http", "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        raise AssertionError(proc.stderr.read().decode() if proc.stderr else "gateway did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _rpc(method: str, params: dict, id_: int = 1) -> dict:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def test_refuses_to_start_on_a_public_address_without_a_token(tmp_path):
+    env = gateway_env()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "MCP_GATEWAY_TOKEN" in proc.stderr and "non-loopback" in proc.stderr
+
+
+def test_stateless_calls_work_with_the_right_token(http_gateway):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=http_gateway, headers={**MCP_HEADERS, **auth}, timeout=10) as c:
+        # No initialize, no session: each POST stands alone.
+        listed = c.post("/mcp", json=_rpc("tools/list", {}))
+        assert listed.status_code == 200
+        names = {t["name"] for t in listed.json()["result"]["tools"]}
+        assert {"notes_search", "notes_add", "gateway_status"} <= names
+        assert "mcp-session-id" not in {k.lower() for k in listed.headers}
+        added = c.post("/mcp", json=_rpc("tools/call", {"name": "notes_add", "arguments": {"text": "via http"}}, 2))
+        assert added.json()["result"]["structuredContent"]["text"] == "via http"
+        found = c.post("/mcp", json=_rpc("tools/call", {"name": "notes_search", "arguments": {"query": "http"}}, 3))
+        assert found.json()["result"]["structuredContent"]["count"] == 1
+        bad = c.post("/mcp", json=_rpc("tools/call", {"name": "notes_search", "arguments": {"limit": "many"}}, 4))
+        result = bad.json()["result"]
+        assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "VALIDATION_ERROR"
+        ready = c.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["ready"] is True
+
+
+@pytest.mark.parametrize("auth", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"])
+def test_a_missing_or_wrong_token_is_401(http_gateway, auth):
+    headers = dict(MCP_HEADERS)
+    if auth:
+        headers["Authorization"] = auth
+    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    assert r.status_code == 401
+    assert TOKEN not in r.text
+    assert httpx.get(http_gateway + "/readyz", headers=headers, timeout=10).status_code == 401
+
+
+def test_liveness_needs_no_token(http_gateway):
+    assert httpx.get(http_gateway + "/healthz", timeout=10).json() == {"status": "ok"}
+
+
+def test_a_foreign_origin_is_403(http_gateway):
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Origin": "https://evil.example"}
+    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    assert r.status_code == 403
+
+
+def test_a_foreign_host_header_is_refused(http_gateway):
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}
+    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    assert r.status_code in (403, 421)

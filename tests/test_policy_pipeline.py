@@ -1,0 +1,97 @@
+"""Policy, validation, shaping, cancellation and audit, in-process."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from fixture_plugins import WORKER
+from gateway.testing import gateway_client, make_gateway
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_deny_list_hides_named_tools_and_refuses_calls(tmp_path):
+    gw = make_gateway(plugins=["notes"], deny_tools=["notes_delete", "notes_search"], cwd=tmp_path)
+    async with gw, gateway_client(gw) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"gateway_status", "notes_add"}
+        for tool in ("notes_delete", "notes_search"):
+            r = await client.call_tool(tool, {"id": 1} if tool == "notes_delete" else {})
+            assert r.structured_content["error"]["code"] == "PERMISSION_DENIED"
+            assert "deny_tools" in r.structured_content["error"]["message"]
+
+
+async def test_read_only_from_the_config_file(tmp_path):
+    (tmp_path / "gw.toml").write_text('[gateway]\nread_only = true\nplugins = ["notes"]\n')
+    from gateway.app import build_gateway
+    from gateway.config import load_config
+
+    gw = build_gateway(load_config(tmp_path / "gw.toml", env={}, cwd=tmp_path))
+    assert {t.name for t in gw.visible_tools()} == {"gateway_status", "notes_search"}
+
+
+async def test_validation_happens_before_the_handler_and_names_each_item(tmp_path):
+    gw = make_gateway(plugins=["notes"], cwd=tmp_path)
+    async with gw:
+        r = await gw.call("notes_add", {"text": "ok", "tags": ["a", 3, None]})
+        fields = [f["field"] for f in r.payload["error"]["details"]["fields"]]
+        assert fields == ["tags.1", "tags.2"]
+        assert (await gw.call("notes_add", None)).code == "VALIDATION_ERROR"  # text is required
+        huge = await gw.call("notes_add", {"text": "s3cret" * 10_000})
+        assert huge.code == "VALIDATION_ERROR"
+        assert "s3cret" not in huge.text()  # the input is never echoed
+    assert not (tmp_path / "data" / "notes.json").exists()
+
+
+async def test_cancellation_reaches_the_handler(tmp_path, plugin_site):
+    plugin_site("gwfx-worker", {"worker": "gwfx_worker"}, {"gwfx_worker": WORKER})
+    import gwfx_worker  # type: ignore[import-not-found]
+
+    gw = make_gateway(plugins=["worker"], cwd=tmp_path)
+    async with gw:
+        with anyio.move_on_after(0.2):
+            await gw.call("sleepy", {"seconds": 10})
+    assert gwfx_worker.STATE == {"finished": 0, "cancelled": 1}
+
+
+async def test_handler_results_that_break_the_output_model_are_internal_errors(tmp_path):
+    from pydantic import BaseModel, ConfigDict
+
+    from gateway import Tier, ToolSpec, hookimpl
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Out(BaseModel):
+        count: int
+
+    class Plugin:
+        @hookimpl
+        def register_tools(self, register):  # type: ignore[no-untyped-def]
+            async def wrong(args, ctx):  # type: ignore[no-untyped-def]
+                return {"count": "not a number"}
+
+            async def not_json(args, ctx):  # type: ignore[no-untyped-def]
+                return {"when": object()}
+
+            register(ToolSpec(name="wrong", description="d", input_model=In, output_model=Out, handler=wrong, tier="read"))
+            register(ToolSpec(name="not_json", description="d", input_model=In, handler=not_json, tier="read"))
+
+    gw = make_gateway(objects={"p": Plugin()}, entry_points=False, cwd=tmp_path)
+    async with gw:
+        for name in ("wrong", "not_json"):
+            r = await gw.call(name)
+            assert r.code == "INTERNAL_ERROR" and r.payload["error"]["correlation_id"]
+
+
+async def test_audit_log_records_failed_mutations_too(tmp_path):
+    gw = make_gateway(plugins=["notes"], cwd=tmp_path)
+    async with gw:
+        await gw.call("notes_delete", {"id": 7})
+    lines = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [x["outcome"] for x in lines] == ["STARTED", "NOT_FOUND"]
+    assert lines[0]["correlation_id"] == lines[1]["correlation_id"]
+    assert lines[1]["duration_ms"] >= 0
