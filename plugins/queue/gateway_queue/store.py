@@ -199,6 +199,13 @@ def _check_jobs_table(conn: sqlite3.Connection) -> None:
         )
 
 
+def _require_file(path: Path) -> None:
+    if not path.exists():
+        raise FileNotFoundError(path)
+    if not path.is_file():
+        raise StoreError("the path is a folder or a special file, not a database file")
+
+
 def _open(target: str, *, uri: bool, timeout: float) -> sqlite3.Connection:
     # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction is exactly what we
     # say it is. check_same_thread=False: ctx.run_sync may run consecutive calls on different
@@ -239,8 +246,7 @@ def connect_existing_writer(path: Path, *, busy_timeout_s: float = 2.0) -> sqlit
     Raises FileNotFoundError if the file is missing, StoreError if it is not a usable jobs
     database. ``busy_timeout_s`` bounds how long a write waits for another writer's lock.
     """
-    if not path.is_file():
-        raise FileNotFoundError(path)
+    _require_file(path)
     # mode=rw: never create the file, even if it disappears between the check and the open.
     conn = _open(path.resolve().as_uri() + "?mode=rw", uri=True, timeout=busy_timeout_s)
     try:
@@ -255,8 +261,7 @@ def connect_existing_writer(path: Path, *, busy_timeout_s: float = 2.0) -> sqlit
 def connect_reader(path: Path) -> sqlite3.Connection:
     """Open read-only with a `file:...?mode=ro` URI. Raises FileNotFoundError if the file is missing,
     StoreError if it cannot be opened/read as a jobs database."""
-    if not path.is_file():
-        raise FileNotFoundError(path)
+    _require_file(path)
     conn = _open(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
     try:
         with translate_errors():
@@ -376,8 +381,7 @@ def insert_jobs(
 
 _COLUMNS = ", ".join(JOB_FIELDS)
 PAGE_QUERY_FIRST = (
-    f"SELECT {_COLUMNS} FROM jobs WHERE status = 'new' "
-    "ORDER BY captured_at DESC, id DESC LIMIT ?"
+    f"SELECT {_COLUMNS} FROM jobs WHERE status = 'new' ORDER BY captured_at DESC, id DESC LIMIT ?"
 )
 PAGE_QUERY_AFTER_VALUE = (
     f"SELECT {_COLUMNS} FROM jobs WHERE status = 'new' AND (captured_at, id) < (?, ?) "

@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from gateway_queue import store
 from gateway_queue.store import (
     InsertCounts,
@@ -17,6 +16,7 @@ from gateway_queue.store import (
     connect_writer,
     insert_jobs,
 )
+from gwq_testutil import LEGACY_DDL
 
 
 def job(url: str, **kw: object) -> NewJob:
@@ -33,17 +33,6 @@ def job(url: str, **kw: object) -> NewJob:
     }
     fields.update(kw)
     return NewJob(**fields)  # type: ignore[arg-type]
-
-
-LEGACY_DDL = """
-CREATE TABLE jobs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT, title TEXT, company TEXT, description TEXT,
-    url TEXT NOT NULL UNIQUE, location TEXT, source TEXT, status TEXT NOT NULL DEFAULT 'new',
-    captured_at TEXT, payload_json TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT,
-    resume_pdf_path TEXT, resume_written_at TEXT, run_id TEXT, attempt_count INTEGER DEFAULT 0,
-    last_error TEXT);
-CREATE INDEX idx_jobs_status ON jobs(status);
-"""
 
 
 def table_columns(path: Path) -> list[tuple[object, ...]]:
@@ -190,3 +179,77 @@ def test_writer_rejects_a_jobs_table_with_other_columns(tmp_path):
         connect_writer(db)
     assert "expected columns" in err.value.reason
     assert "SELECT" not in err.value.reason
+
+
+def test_reader_refuses_a_folder(tmp_path):
+    (tmp_path / "jobs.db").mkdir()
+    with pytest.raises(StoreError) as err:
+        connect_reader(tmp_path / "jobs.db")
+    assert "folder" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    "query", [store.PAGE_QUERY_FIRST, store.PAGE_QUERY_AFTER_VALUE, store.PAGE_QUERY_NULLS]
+)
+def test_page_queries_are_index_range_scans_without_a_sort(tmp_path, query):
+    db = tmp_path / "jobs.db"
+    connect_writer(db).close()
+    conn = connect_reader(db)
+    params = (10,) if query is store.PAGE_QUERY_FIRST else ("2025-01-01", 5, 10)
+    if query is store.PAGE_QUERY_NULLS:
+        params = (5, 10)
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query, params)]
+    conn.close()
+    assert len(plan) == 1, plan
+    assert plan[0].startswith(f"SEARCH jobs USING INDEX {store.PAGE_INDEX_NAME} (status=?"), plan
+    assert not any("TEMP B-TREE" in step for step in plan)
+
+
+def test_ensure_indexes_adds_the_page_index_to_a_legacy_database_without_touching_rows(tmp_path):
+    from gwq_testutil import add_rows, all_rows, legacy_db
+
+    db = legacy_db(tmp_path / "jobs.db")
+    add_rows(db, [{"status": "new", "captured_at": "2025-01-01"}, {"status": "reject"}])
+    before = all_rows(db)
+    conn = connect_reader(db)
+    assert not store.has_page_index(conn)
+    conn.close()
+    store.ensure_indexes(db)
+    store.ensure_indexes(db)  # idempotent
+    conn = connect_reader(db)
+    assert store.has_page_index(conn)
+    conn.close()
+    assert all_rows(db) == before
+    with pytest.raises(FileNotFoundError):
+        store.ensure_indexes(tmp_path / "missing.db")
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_update_statuses_is_all_or_nothing_and_sets_updated_at(tmp_path):
+    from gwq_testutil import add_rows, all_rows
+
+    db = tmp_path / "jobs.db"
+    connect_writer(db).close()
+    a, b = add_rows(db, [{"status": "new"}, {"status": "new"}])
+    before = all_rows(db)
+    conn = store.connect_existing_writer(db)
+    with pytest.raises(store.MissingJobsError) as err:
+        store.update_statuses(
+            conn, [store.StatusUpdate(a, "reject"), store.StatusUpdate(999, "reject")]
+        )
+    assert err.value.missing_ids == (999,)
+    assert all_rows(db) == before
+    stamp = store.update_statuses(
+        conn, [store.StatusUpdate(a, "reject"), store.StatusUpdate(b, "shortlist")]
+    )
+    conn.close()
+    with sqlite3.connect(db) as check:
+        got = check.execute("SELECT id, status, updated_at FROM jobs ORDER BY id").fetchall()
+    assert got == [(a, "reject", stamp), (b, "shortlist", stamp)]
+    assert stamp.endswith("Z")
+
+
+def test_existing_writer_never_creates_a_database(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        store.connect_existing_writer(tmp_path / "jobs.db")
+    assert list(tmp_path.iterdir()) == []

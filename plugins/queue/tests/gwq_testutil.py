@@ -1,0 +1,97 @@
+"""Helpers for the queue plugin's tests: real SQLite files in the legacy layout."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway_queue import store
+
+DB_REL = "data/capture/jobs.db"
+
+LEGACY_DDL = """
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT, title TEXT, company TEXT, description TEXT,
+    url TEXT NOT NULL UNIQUE, location TEXT, source TEXT, status TEXT NOT NULL DEFAULT 'new',
+    captured_at TEXT, payload_json TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT,
+    resume_pdf_path TEXT, resume_written_at TEXT, run_id TEXT, attempt_count INTEGER DEFAULT 0,
+    last_error TEXT);
+CREATE INDEX idx_jobs_status ON jobs(status);
+"""
+
+
+def legacy_db(path: Path) -> Path:
+    """A database exactly as the previous pipeline created it (no page index)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(LEGACY_DDL)
+    conn.close()
+    return path
+
+
+def add_rows(path: Path, rows: Iterable[dict[str, Any]]) -> list[int]:
+    """Insert rows with any column values (status, NULLs, explicit ids); returns their ids."""
+    conn = sqlite3.connect(path)
+    ids = []
+    try:
+        for n, row in enumerate(rows):
+            values = {
+                "url": f"https://jobs.example/{os.urandom(6).hex()}-{n}",
+                "payload_json": "{}",
+                "created_at": "2025-01-01T00:00:00Z",
+                **row,
+            }
+            cols = ", ".join(values)
+            marks = ", ".join("?" for _ in values)
+            cur = conn.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", list(values.values()))
+            ids.append(int(cur.lastrowid or 0))
+        conn.commit()
+    finally:
+        conn.close()
+    return ids
+
+
+def new_jobs_in_order(path: Path) -> list[tuple[Any, ...]]:
+    """The reference answer: every new job, in the documented order, by a direct query."""
+    conn = sqlite3.connect(path)
+    try:
+        cols = ", ".join(store.JOB_FIELDS)
+        return conn.execute(
+            f"SELECT {cols} FROM jobs WHERE status = 'new' ORDER BY captured_at DESC, id DESC"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def all_rows(path: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT * FROM jobs ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def snapshot(path: Path) -> tuple[bytes, int, Sequence[str]]:
+    """File bytes, mtime and the folder listing (no journal or WAL files appeared)."""
+    return path.read_bytes(), path.stat().st_mtime_ns, sorted(os.listdir(path.parent))
+
+
+def open_fds_to(path: Path) -> int:
+    """How many of this process's file descriptors point at ``path`` (Linux /proc)."""
+    fd_dir = Path("/proc/self/fd")
+    count = 0
+    target = str(path.resolve())
+    for fd in fd_dir.iterdir():
+        try:
+            if os.readlink(fd) == target:
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def as_jobs(rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    return [dict(zip(store.JOB_FIELDS, r, strict=True)) for r in rows]
