@@ -1,0 +1,97 @@
+"""The ``scrape`` plugin: ``scrape_jobs`` feeds fresh postings into the jobs queue.
+
+Nothing heavy is imported here: python-jobspy, pandas and numpy load on the first real scrape.
+The source of postings is ``plugin.resources["source"]`` (python-jobspy unless something else
+was put there, as the tests do with a :class:`~gateway_scrape.sources.RecordedSource`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from gateway import HealthCheck, Mutation, PluginContext, Tier, ToolContext, ToolSpec, hookimpl
+from gateway.errors import Sanitizer
+
+from .models import MAX_TERMS, ScrapeArgs, ScrapeResult, Settings
+from .run import Run, default_source
+
+DESCRIPTION = (
+    "Scrape fresh job postings for several search terms with python-jobspy (LinkedIn by "
+    "default), normalize them and insert the new ones into the jobs queue with status 'new' "
+    "for triage. Terms run in order and are isolated: a term whose DNS preflight or scrape "
+    "fails is reported in results[] with its reason and the others go on. Rows are "
+    "deduplicated on url (inserted_count vs duplicate_count); existing rows are never changed, "
+    "so calling again is safe. dry_run=true scrapes and counts without touching the database. "
+    f"At most {MAX_TERMS} terms per call; scraping takes seconds to minutes per term and "
+    "progress is reported per term. Writes one capture JSON per term unless "
+    "save_capture_json=false."
+)
+
+
+def _sanitizer(plugin: PluginContext[Any]) -> Sanitizer:
+    return Sanitizer.from_environment(roots=[*plugin.data_roots, Path.cwd()])
+
+
+async def scrape_jobs(args: ScrapeArgs, ctx: ToolContext[Settings]) -> ScrapeResult:
+    resources = ctx.resources
+    source = resources.get("source") or default_source(ctx.settings)
+    sanitize = resources.get("sanitize") or _sanitizer(ctx.plugin)
+    run = Run(args, ctx, source, sanitize, time_limit=ctx.settings.timeout_seconds)
+    return await run.execute()
+
+
+@hookimpl
+def plugin_settings() -> type[BaseModel]:
+    return Settings
+
+
+@hookimpl
+def register_tools(register: Any, plugin: PluginContext[Settings]) -> None:
+    register(
+        ToolSpec(
+            name="scrape_jobs",
+            title="Scrape jobs into the queue",
+            description=DESCRIPTION,
+            input_model=ScrapeArgs,
+            output_model=ScrapeResult,
+            handler=scrape_jobs,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="inserts newly found postings as rows of the jobs database "
+                "(and writes capture JSON files); existing rows are left exactly as they are",
+                requires="network access to the job boards; the database and its folders are "
+                "created if missing",
+                # Inserted rows can only be removed by hand (no tool deletes jobs).
+                reversible=False,
+                destructive=False,
+                idempotent=True,
+            ),
+            timeout=plugin.settings.timeout_seconds,
+            open_world=True,
+        )
+    )
+
+
+@hookimpl
+def register_health_checks(register: Any) -> None:
+    async def jobspy_installed() -> str:
+        # Metadata only: importing python-jobspy would pull pandas into the gateway.
+        return f"python-jobspy {importlib.metadata.version('python-jobspy')}"
+
+    register(HealthCheck(name="jobspy", check=jobspy_installed))
+
+
+@hookimpl
+def open_resources(plugin: PluginContext[Settings]) -> None:
+    plugin.resources.setdefault("source", default_source(plugin.settings))
+    plugin.resources.setdefault("sanitize", _sanitizer(plugin))
+
+
+@hookimpl
+def close_resources(plugin: PluginContext[Settings]) -> None:
+    plugin.resources.pop("source", None)
+    plugin.resources.pop("sanitize", None)
