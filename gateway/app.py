@@ -15,7 +15,14 @@ from .errors import Sanitizer
 from .health import HealthMonitor
 from .hookspecs import hookimpl
 from .pipeline import CallResult, Pipeline
-from .plugins import PluginLoader, PluginRecord, PluginSource, PluginState, entry_point_sources, object_sources
+from .plugins import (
+    PluginLoader,
+    PluginRecord,
+    PluginSource,
+    PluginState,
+    entry_point_sources,
+    object_sources,
+)
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .spec import PluginContext, Tier, ToolContext, ToolSpec

@@ -7,6 +7,7 @@ is the protocol and logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -45,7 +46,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=False)).rstrip() for r in [header, *rows]]
+    lines = [
+        "  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=False)).rstrip()
+        for r in [header, *rows]
+    ]
     return "\n".join(lines)
 
 
@@ -84,22 +88,36 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             _print(records)
         else:
-            rows = [[r["name"], r["version"], r["state"], str(r["tool_count"]), r["reason"] or ""] for r in records]
+            rows = [
+                [r["name"], r["version"], r["state"], str(r["tool_count"]), r["reason"] or ""]
+                for r in records
+            ]
             print(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
         return 0
 
     if args.command == "tools":
         tools = [
-            {"name": t.name, "plugin": t.plugin.name, "tier": t.tier.value, "title": t.annotations["title"]}
+            {
+                "name": t.name,
+                "plugin": t.plugin.name,
+                "tier": t.tier.value,
+                "title": t.annotations["title"],
+            }
             for t in gateway.visible_tools()
         ]
         if args.json:
             _print(tools)
         else:
-            print(_table([[t["name"], t["plugin"], t["tier"], t["title"]] for t in tools], ["TOOL", "PLUGIN", "TIER", "TITLE"]))
+            print(
+                _table(
+                    [[t["name"], t["plugin"], t["tier"], t["title"]] for t in tools],
+                    ["TOOL", "PLUGIN", "TIER", "TITLE"],
+                )
+            )
         return 0
 
     if args.command == "health":
+
         async def run_health() -> list[dict[str, Any]]:
             async with gateway:
                 return [r.as_dict() for r in await gateway.health.run(use_cache=False)]
@@ -108,10 +126,29 @@ def main(argv: list[str] | None = None) -> int:
         failed = [r for r in results if r["required"] and r["status"] != "ok"]
         plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
         if args.json:
-            _print({"ok": not failed, "checks": results, "failed_plugins": [p.as_dict() for p in plugin_failures]})
+            _print(
+                {
+                    "ok": not failed,
+                    "checks": results,
+                    "failed_plugins": [p.as_dict() for p in plugin_failures],
+                }
+            )
         else:
-            rows = [[r["plugin"], r["check"], r["status"], "yes" if r["required"] else "no", r["detail"] or ""] for r in results]
-            print(_table(rows, ["PLUGIN", "CHECK", "STATUS", "REQUIRED", "DETAIL"]) if rows else "no health checks registered")
+            rows = [
+                [
+                    r["plugin"],
+                    r["check"],
+                    r["status"],
+                    "yes" if r["required"] else "no",
+                    r["detail"] or "",
+                ]
+                for r in results
+            ]
+            print(
+                _table(rows, ["PLUGIN", "CHECK", "STATUS", "REQUIRED", "DETAIL"])
+                if rows
+                else "no health checks registered"
+            )
             for p in plugin_failures:
                 print(f"plugin {p.name} failed to load: {p.reason}")
         return 1 if failed or plugin_failures else 0
@@ -144,7 +181,8 @@ def claude_config(gateway: Any, name: str, *, config_path: str | None = None) ->
     server_args = ["serve"]
     if config_path:
         server_args = ["--config", config_path, *server_args]
-    allow, ask = [], []
+    allow: list[str] = []
+    ask: list[str] = []
     for tool in gateway.visible_tools():
         rule = f"mcp__{safe}__{tool.name}"
         (allow if tool.tier.value == "read" else ask).append(rule)
@@ -165,10 +203,8 @@ def _serve(args: argparse.Namespace, config: Any) -> int:
     if args.transport == "stdio":
         from .server import serve_stdio
 
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             anyio.run(serve_stdio, gateway)
-        except KeyboardInterrupt:
-            pass
         return 0
     from .http import HttpSettingsError, serve_http
 

@@ -190,7 +190,9 @@ def load_config(
             raise ConfigError(f"unknown gateway setting {key!r}")
         values[key] = _convert(key, _GATEWAY_KEYS[key], value, key)
 
-    roots = [(r if r.is_absolute() else base / r).resolve() for r in values.pop("data_roots", [base])]
+    roots = [
+        (r if r.is_absolute() else base / r).resolve() for r in values.pop("data_roots", [base])
+    ]
     audit = values.pop("audit_log", GatewayConfig.audit_log)
     audit = audit if audit.is_absolute() else base / audit
     plugins = data.get("plugins", {})
@@ -214,7 +216,7 @@ def build_settings(
     for name, info in model.model_fields.items():
         extra = info.json_schema_extra
         names = extra.get("env") if isinstance(extra, dict) else None
-        for env_name in names or []:
+        for env_name in names if isinstance(names, list) else []:
             if isinstance(env_name, str) and env.get(env_name, "") != "":
                 values[name] = env[env_name]
                 break

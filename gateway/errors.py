@@ -95,7 +95,9 @@ _REDACTED = "[REDACTED]"
 MAX_MESSAGE_CHARS = 600
 
 # Environment variables whose values are secrets even if no plugin declared them.
-_SECRET_ENV_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I)
+_SECRET_ENV_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I
+)
 _MIN_SECRET_LEN = 4
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*", re.S)
@@ -148,8 +150,8 @@ class Sanitizer:
     def from_environment(
         cls, roots: Iterable[Path] = (), env: dict[str, str] | None = None
     ) -> Sanitizer:
-        env = os.environ if env is None else env
-        secrets = [v for k, v in env.items() if _SECRET_ENV_NAME.search(k)]
+        source = os.environ if env is None else env
+        secrets = [v for k, v in source.items() if _SECRET_ENV_NAME.search(k)]
         return cls(secrets, roots or [Path.cwd()])
 
     def add_secrets(self, secrets: Iterable[str]) -> None:

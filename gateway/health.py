@@ -64,7 +64,10 @@ class Breaker:
     def record_failure(self) -> None:
         self.consecutive_failures += 1
         self.probe_in_flight = False
-        if self.state is BreakerState.HALF_OPEN or self.consecutive_failures >= self.failures_to_open:
+        if (
+            self.state is BreakerState.HALF_OPEN
+            or self.consecutive_failures >= self.failures_to_open
+        ):
             self.state = BreakerState.OPEN
             self.opened_at = self.clock()
 
@@ -179,7 +182,7 @@ class HealthMonitor:
                 "state": b.current_state().value,
                 "consecutive_failures": b.consecutive_failures,
             }
-        for (plugin, backend) in self._unconfigured:
+        for plugin, backend in self._unconfigured:
             out[f"{plugin}/{backend}"] = {"state": "unconfigured", "consecutive_failures": 0}
         return out
 
@@ -188,8 +191,13 @@ class HealthMonitor:
         started = time.perf_counter()
         if check.not_configured:
             return HealthResult(
-                plugin, check.name, check.backend, "unconfigured",
-                self._sanitize(check.not_configured), check.required, 0.0,
+                plugin,
+                check.name,
+                check.backend,
+                "unconfigured",
+                self._sanitize(check.not_configured),
+                check.required,
+                0.0,
             )
         timeout = check.timeout or self.default_timeout
         status, detail = "ok", None
@@ -200,7 +208,9 @@ class HealthMonitor:
             status, detail = "timeout", f"no answer within {timeout:g} s"
         except Exception as exc:
             status = "failed"
-            detail = self._sanitize(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            detail = self._sanitize(
+                f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            )
         duration = (time.perf_counter() - started) * 1000
         if check.backend:
             b = self.breaker(plugin, check.backend)
@@ -209,8 +219,13 @@ class HealthMonitor:
             else:
                 b.record_failure()
         return HealthResult(
-            plugin, check.name, check.backend, status,
-            self._sanitize(detail) if detail else None, check.required, duration,
+            plugin,
+            check.name,
+            check.backend,
+            status,
+            self._sanitize(detail) if detail else None,
+            check.required,
+            duration,
         )
 
     async def run(self, *, plugin: str | None = None, use_cache: bool = True) -> list[HealthResult]:

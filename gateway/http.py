@@ -55,7 +55,13 @@ class BearerAuth:
                 break
         if not hmac.compare_digest(given, self.expected):
             response = JSONResponse(
-                {"error": {"code": "PERMISSION_DENIED", "message": "missing or wrong bearer token", "retryable": False}},
+                {
+                    "error": {
+                        "code": "PERMISSION_DENIED",
+                        "message": "missing or wrong bearer token",
+                        "retryable": False,
+                    }
+                },
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="mcp-gateway"'},
             )
@@ -86,7 +92,10 @@ def build_http_app(
     async def readyz(request: Request) -> Response:
         status = await gateway.status()
         failing = [
-            c for p in status["plugins"] for c in p["health"] if c["required"] and c["status"] != "ok"
+            c
+            for p in status["plugins"]
+            for c in p["health"]
+            if c["required"] and c["status"] != "ok"
         ]
         code = 200 if not failing else 503
         return JSONResponse({"ready": not failing, **status}, status_code=code)

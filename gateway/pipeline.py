@@ -73,18 +73,24 @@ def _classify_exception(exc: BaseException) -> GatewayError | None:
     module = type(exc).__module__.split(".")[0]
     if module in {"httpx", "httpcore", "httpx2"}:
         if names & {"ConnectTimeout", "PoolTimeout"}:
-            return GatewayError(ErrorCode.BACKEND_UNAVAILABLE, "the backend did not accept a connection in time")
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE, "the backend did not accept a connection in time"
+            )
         if names & {"TimeoutException"}:
             return GatewayError(ErrorCode.TIMEOUT, "the backend did not answer in time")
         if names & {"ConnectError", "NetworkError"}:
-            return GatewayError(ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection")
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection"
+            )
         if "HTTPStatusError" in names:
             status = getattr(getattr(exc, "response", None), "status_code", "?")
             return GatewayError(ErrorCode.BACKEND_ERROR, f"the backend answered HTTP {status}")
         if names & {"RemoteProtocolError", "DecodingError", "TransportError"}:
             return GatewayError(ErrorCode.BACKEND_ERROR, "the backend sent a malformed response")
     if isinstance(exc, ConnectionError):
-        return GatewayError(ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection")
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection"
+        )
     return None
 
 
@@ -117,7 +123,9 @@ class Pipeline:
         self.default_timeout = default_timeout
         self.debug = debug
 
-    def _error(self, err: GatewayError, tool: RegisteredTool | None, cid: str | None = None) -> CallResult:
+    def _error(
+        self, err: GatewayError, tool: RegisteredTool | None, cid: str | None = None
+    ) -> CallResult:
         payload = error_payload(
             err.code,
             self.sanitize(err.message),
@@ -138,7 +146,10 @@ class Pipeline:
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None:
             return self._error(
-                GatewayError(ErrorCode.NOT_FOUND, f"unknown tool {str(name)[:80]!r}; list the tools to see what exists"),
+                GatewayError(
+                    ErrorCode.NOT_FOUND,
+                    f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
+                ),
                 None,
             )
         hidden = self.policy.hidden_reason(tool)
@@ -151,7 +162,9 @@ class Pipeline:
             arguments = {}
         if not isinstance(arguments, dict):
             return self._error(
-                GatewayError(ErrorCode.VALIDATION_ERROR, "Invalid arguments: must be a JSON object"),
+                GatewayError(
+                    ErrorCode.VALIDATION_ERROR, "Invalid arguments: must be a JSON object"
+                ),
                 tool,
             )
         try:
@@ -230,7 +243,10 @@ class Pipeline:
                 mapped = _classify_exception(exc)
                 if mapped is not None:
                     log.warning(
-                        "tool=%s correlation_id=%s %s: %s", spec.name, cid, type(exc).__name__,
+                        "tool=%s correlation_id=%s %s: %s",
+                        spec.name,
+                        cid,
+                        type(exc).__name__,
                         self.sanitize(str(exc)),
                     )
                     outcome = self._error(mapped, tool)
@@ -254,10 +270,8 @@ class Pipeline:
     def _shape(self, tool: RegisteredTool, raw: Any) -> dict[str, Any]:
         # 5. the complete JSON payload; Claude Code shows the model only structuredContent
         model = tool.spec.output_model
-        if model is not None:
-            if not isinstance(raw, model):
-                raw = model.model_validate(raw)
-            return raw.model_dump(mode="json")
+        if model is not None and not isinstance(raw, model):
+            raw = model.model_validate(raw)
         if isinstance(raw, BaseModel):
             return raw.model_dump(mode="json")
         if isinstance(raw, dict):
@@ -273,7 +287,11 @@ class Pipeline:
         else:
             log.error(
                 "tool=%s correlation_id=%s unexpected %s: %s | at %s",
-                tool.name, cid, type(exc).__name__, self.sanitize(str(exc)), _frames(exc),
+                tool.name,
+                cid,
+                type(exc).__name__,
+                self.sanitize(str(exc)),
+                _frames(exc),
             )
         return self._error(
             GatewayError(

@@ -87,8 +87,11 @@ def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[Plugin
 
 
 def object_sources(objects: dict[str, object]) -> list[PluginSource]:
+    def loader(obj: object) -> Callable[[], object]:
+        return lambda: obj
+
     return [
-        PluginSource(name, getattr(obj, "__version__", "0"), (lambda o=obj: o), "registered object")
+        PluginSource(name, str(getattr(obj, "__version__", "0")), loader(obj), "registered object")
         for name, obj in objects.items()
     ]
 
@@ -99,9 +102,7 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
-def call_hook(
-    pm: pluggy.PluginManager, hook_name: str, target: object, **kwargs: Any
-) -> list[Any]:
+def call_hook(pm: pluggy.PluginManager, hook_name: str, target: object, **kwargs: Any) -> list[Any]:
     """Call one hook of one plugin only (its implementations, with the arguments they take)."""
     caller = getattr(pm.hook, hook_name)
     results = []
@@ -141,7 +142,9 @@ class PluginLoader:
             return "disabled by MCP_GATEWAY_DISABLE_PLUGINS / [gateway] disable_plugins"
         return None
 
-    def load_all(self, sources: Iterable[PluginSource], *, builtin: Iterable[PluginSource] = ()) -> None:
+    def load_all(
+        self, sources: Iterable[PluginSource], *, builtin: Iterable[PluginSource] = ()
+    ) -> None:
         seen: dict[str, PluginSource] = {}
         for src in builtin:
             self._load_one(src, selectable=False)
@@ -150,7 +153,9 @@ class PluginLoader:
             if src.name in seen:
                 self.records.append(
                     PluginRecord(
-                        src.name, src.version, PluginState.FAILED,
+                        src.name,
+                        src.version,
+                        PluginState.FAILED,
                         f"duplicate plugin name: {src.origin} collides with the plugin "
                         f"already loaded from {seen[src.name].origin}",
                         source=src.origin,
@@ -260,7 +265,9 @@ class PluginLoader:
                         await maybe_await(r)
             except TimeoutError:
                 await self._close_one(rec)
-                self._fail(rec, f"open_resources did not finish within {self.config.resource_timeout:g} s")
+                self._fail(
+                    rec, f"open_resources did not finish within {self.config.resource_timeout:g} s"
+                )
             except Exception as exc:
                 await self._close_one(rec)
                 self._fail(rec, f"raised in hook open_resources: {type(exc).__name__}: {exc}")
@@ -277,7 +284,9 @@ class PluginLoader:
         except Exception as exc:
             log.error(
                 "plugin %s: close_resources failed: %s: %s",
-                rec.name, type(exc).__name__, self.sanitizer(str(exc)),
+                rec.name,
+                type(exc).__name__,
+                self.sanitizer(str(exc)),
             )
 
     async def close_resources(self) -> None:

@@ -33,7 +33,7 @@ def mcp_tool(tool: Any) -> t.Tool:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=t.ToolAnnotations(**tool.annotations),
-        meta=tool.meta,
+        _meta=tool.meta,
     )
 
 

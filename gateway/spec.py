@@ -50,7 +50,7 @@ class Mutation:
     idempotent: bool
 
 
-ToolHandler = Callable[[Any, "ToolContext"], Awaitable[Any]]
+ToolHandler = Callable[[Any, "ToolContext[Any]"], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,9 @@ class PluginContext(Generic[SettingsT]):
         """
         raw = str(value)
         if not raw.strip() or "\x00" in raw:
-            raise GatewayError(ErrorCode.VALIDATION_ERROR, f"{field_name}: must be a non-empty path")
+            raise GatewayError(
+                ErrorCode.VALIDATION_ERROR, f"{field_name}: must be a non-empty path"
+            )
         candidate = Path(raw)
         base = self.data_roots[0] if self.data_roots else Path.cwd()
         resolved = (candidate if candidate.is_absolute() else base / candidate).resolve()

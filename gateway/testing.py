@@ -56,7 +56,11 @@ def make_gateway(
         overrides["plugins"] = list(plugins) or ["-none-"]
     overrides.setdefault("data_roots", [str(cwd)])
     overrides.setdefault("audit_log", str(cwd / "audit.jsonl"))
-    config = load_config(env={k: v for k, v in environment.items() if k != "MCP_GATEWAY_CONFIG"}, overrides=overrides, cwd=cwd)
+    config = load_config(
+        env={k: v for k, v in environment.items() if k != "MCP_GATEWAY_CONFIG"},
+        overrides=overrides,
+        cwd=cwd,
+    )
     config.plugin_tables = {k: dict(v) for k, v in (plugin_config or {}).items()}
     return build_gateway(config, objects=objects, entry_points=entry_points)
 
@@ -100,7 +104,7 @@ def gateway_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable
 
 
 def _check_schema(schema: dict[str, Any], where: str) -> None:
-    from jsonschema.validators import validator_for
+    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 
     assert json.loads(json.dumps(schema)) == schema, f"{where}: schema is not plain JSON"
     validator_for(schema).check_schema(schema)
@@ -121,19 +125,27 @@ async def _conformance(gateway: Gateway, name: str, health_slack: float) -> None
             where = f"tool {tool.name!r}"
             assert tool.tier in (Tier.READ, Tier.MUTATION), f"{where}: no tier"
             _check_schema(tool.input_schema, f"{where} inputSchema")
-            assert tool.input_schema.get("type") == "object", f"{where}: inputSchema must be an object"
+            assert tool.input_schema.get("type") == "object", (
+                f"{where}: inputSchema must be an object"
+            )
             if tool.output_schema is not None:
                 _check_schema(tool.output_schema, f"{where} outputSchema")
             published = listed.get(tool.name)
             assert published is not None, f"{where} is missing from tools/list"
             assert published.input_schema == tool.input_schema, f"{where}: published schema differs"
             ann = published.annotations
-            assert ann is not None and ann.read_only_hint is (tool.tier is Tier.READ), f"{where}: readOnlyHint"
+            assert ann is not None and ann.read_only_hint is (tool.tier is Tier.READ), (
+                f"{where}: readOnlyHint"
+            )
             if tool.tier is Tier.MUTATION:
-                assert "MUTATION:" in (published.description or ""), f"{where}: no MUTATION paragraph"
+                assert "MUTATION:" in (published.description or ""), (
+                    f"{where}: no MUTATION paragraph"
+                )
             # Unknown arguments are refused before the handler runs.
             res = await gateway.pipeline.call(tool.name, {"__conformance_unknown__": 1})
-            assert res.is_error and res.code == ErrorCode.VALIDATION_ERROR, f"{where}: unknown field accepted"
+            assert res.is_error and res.code == ErrorCode.VALIDATION_ERROR, (
+                f"{where}: unknown field accepted"
+            )
 
         # Health checks finish in time, whatever the backends do.
         for plugin_name, check in gateway.health.checks():
@@ -148,13 +160,19 @@ async def _conformance(gateway: Gateway, name: str, health_slack: float) -> None
         for tool in tools:
             for exc in (
                 RuntimeError(f"boom with {SENTINEL_SECRET} at {SENTINEL_PATH}"),
-                GatewayError(ErrorCode.BACKEND_ERROR, f"failed: token {SENTINEL_SECRET} in {SENTINEL_PATH}"),
+                GatewayError(
+                    ErrorCode.BACKEND_ERROR, f"failed: token {SENTINEL_SECRET} in {SENTINEL_PATH}"
+                ),
             ):
                 result = await _call_with_failing_handler(gateway, tool, exc)
                 text = result.text()
-                assert result.is_error, f"tool {tool.name!r}: a raising handler did not give an error"
+                assert result.is_error, (
+                    f"tool {tool.name!r}: a raising handler did not give an error"
+                )
                 assert SENTINEL_SECRET not in text, f"tool {tool.name!r}: secret leaked: {text}"
-                assert SENTINEL_PATH not in text, f"tool {tool.name!r}: absolute path leaked: {text}"
+                assert SENTINEL_PATH not in text, (
+                    f"tool {tool.name!r}: absolute path leaked: {text}"
+                )
                 assert "Traceback" not in text
 
 

@@ -13,7 +13,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURE_PLUGINS = Path(__file__).resolve().parent / "fixture_plugins"
 
 
-def write_dist(site: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
+def write_dist(
+    site: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str]
+) -> None:
     """A real installed distribution, as importlib.metadata sees one: a module plus a
     ``*.dist-info`` folder with METADATA and entry_points.txt, in a folder on sys.path."""
     site.mkdir(parents=True, exist_ok=True)

@@ -23,28 +23,34 @@ def echo_spec(name, **kw):
     return ToolSpec(name=name, description="Echo the text back.", input_model=EchoIn, handler=echo, **kw)
 """
 
-GOOD = _HEADER + """
+GOOD = (
+    _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("good_echo"))
 """
+)
 
 BROKEN: dict[str, str] = {
     "fails_import": """
 raise ImportError("No module named 'frobnicate' (optional dependency missing)")
 """,
-    "raises_settings": _HEADER + """
+    "raises_settings": _HEADER
+    + """
 @hookimpl
 def plugin_settings():
     raise RuntimeError("settings hook exploded")
 """,
-    "raises_tools": _HEADER + """
+    "raises_tools": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("raises_tools_echo"))
     raise ValueError("tools hook exploded")
 """,
-    "raises_checks": _HEADER + """
+    "raises_checks": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("raises_checks_echo"))
@@ -53,7 +59,8 @@ def register_tools(register):
 def register_health_checks(register):
     raise KeyError("checks hook exploded")
 """,
-    "raises_open": _HEADER + """
+    "raises_open": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("raises_open_echo"))
@@ -62,33 +69,39 @@ def register_tools(register):
 async def open_resources(plugin):
     raise OSError("cannot open the pool")
 """,
-    "zz_duplicate_tool": _HEADER + """
+    "zz_duplicate_tool": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("zz_own_tool"))
     register(echo_spec("good_echo"))
 """,
-    "no_tier": _HEADER + """
+    "no_tier": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("no_tier_echo", tier=None))
 """,
-    "mutation_unstated": _HEADER + """
+    "mutation_unstated": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("mutation_unstated_echo", tier=Tier.MUTATION))
 """,
-    "bad_name": _HEADER + """
+    "bad_name": _HEADER
+    + """
 @hookimpl
 def register_tools(register):
     register(echo_spec("bad name!"))
 """,
-    "misspelt_hook": _HEADER + """
+    "misspelt_hook": _HEADER
+    + """
 @hookimpl
 def register_tool(register):
     register(echo_spec("misspelt_echo"))
 """,
-    "invalid_config": _HEADER + """
+    "invalid_config": _HEADER
+    + """
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     port: int = env_field("INVALID_CONFIG_PORT", default=80)
@@ -101,7 +114,8 @@ def plugin_settings():
 def register_tools(register):
     register(echo_spec("invalid_config_echo"))
 """,
-    "hanging_check": _HEADER + """
+    "hanging_check": _HEADER
+    + """
 async def hang():
     await anyio.sleep_forever()
 
@@ -135,6 +149,7 @@ def install_all(install) -> None:  # type: ignore[no-untyped-def]
     modules = {"gwfx_good": GOOD} | {f"gwfx_{k}": v for k, v in BROKEN.items()}
     eps = {"good": "gwfx_good"} | {k: f"gwfx_{k}" for k in BROKEN}
     install("gwfx-plugins", eps, modules)
+
 
 #: A plugin with one HTTP backend, for the degradation tests.
 SVC = """

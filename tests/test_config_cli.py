@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import gateway_env
 from fixture_plugins import SVC
+
 from gateway.cli import main
 from gateway.config import ConfigError, load_config
 from gateway.plugins import PluginState
@@ -23,7 +23,11 @@ def test_environment_overrides_the_file_and_lists_parse(tmp_path):
         '[gateway]\nread_only = false\ndefault_timeout = 12\nplugins = ["a", "b"]\n'
         'token = { "$env" = "GW_TOKEN_SOURCE" }\n[plugins.svc]\nurl = "http://file.example"\n'
     )
-    env = {"MCP_GATEWAY_READ_ONLY": "yes", "MCP_GATEWAY_DISABLE_PLUGINS": "x, y", "GW_TOKEN_SOURCE": "tok-123456"}
+    env = {
+        "MCP_GATEWAY_READ_ONLY": "yes",
+        "MCP_GATEWAY_DISABLE_PLUGINS": "x, y",
+        "GW_TOKEN_SOURCE": "tok-123456",
+    }
     config = load_config(cfg, env=env, cwd=tmp_path)
     assert config.read_only is True
     assert config.default_timeout == 12
@@ -55,22 +59,35 @@ def test_bad_core_config_is_a_clear_error(tmp_path, text, env, fragment):
 def test_plugin_settings_come_from_the_table_env_refs_and_declared_env_vars(plugin_site, tmp_path):
     plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
     table = {"svc": {"url": {"$env": "SVC_URL_FROM_REF"}}}
-    gw = make_gateway(plugins=["svc"], plugin_config=table, env={"SVC_URL_FROM_REF": "http://ref.example"}, cwd=tmp_path)
+    gw = make_gateway(
+        plugins=["svc"],
+        plugin_config=table,
+        env={"SVC_URL_FROM_REF": "http://ref.example"},
+        cwd=tmp_path,
+    )
     assert gw.plugin("svc").context.settings.url == "http://ref.example"
     gw = make_gateway(
-        plugins=["svc"], plugin_config=table,
-        env={"SVC_URL_FROM_REF": "http://ref.example", "SVC_URL": "http://env.example"}, cwd=tmp_path,
+        plugins=["svc"],
+        plugin_config=table,
+        env={"SVC_URL_FROM_REF": "http://ref.example", "SVC_URL": "http://env.example"},
+        cwd=tmp_path,
     )
     assert gw.plugin("svc").context.settings.url == "http://env.example"
-    bad = make_gateway(plugins=["svc"], plugin_config={"svc": {"colour": "red"}}, env={}, cwd=tmp_path)
+    bad = make_gateway(
+        plugins=["svc"], plugin_config={"svc": {"colour": "red"}}, env={}, cwd=tmp_path
+    )
     rec = bad.plugin("svc")
     assert rec.state is PluginState.FAILED and "colour" in (rec.reason or "")
 
 
 def _run(tmp_path, *args, **env) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args], cwd=tmp_path, env=gateway_env(**env),
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "gateway.cli", *args],
+        cwd=tmp_path,
+        env=gateway_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -79,13 +96,20 @@ def test_cli_lists_plugins_and_tools_as_json(tmp_path):
     states = {p["name"]: (p["state"], p["tool_count"]) for p in plugins}
     assert states["notes"] == ("loaded", 3) and states["gateway"] == ("loaded", 1)
     tools = json.loads(_run(tmp_path, "tools", "--json", MCP_GATEWAY_PLUGINS="notes").stdout)
-    assert {(t["name"], t["tier"]) for t in tools} >= {("notes_add", "mutation"), ("notes_search", "read")}
+    assert {(t["name"], t["tier"]) for t in tools} >= {
+        ("notes_add", "mutation"),
+        ("notes_search", "read"),
+    }
 
 
 def test_cli_call_goes_through_the_pipeline(tmp_path):
-    ok = _run(tmp_path, "call", "notes_add", "--args", '{"text": "cli"}', MCP_GATEWAY_PLUGINS="notes")
+    ok = _run(
+        tmp_path, "call", "notes_add", "--args", '{"text": "cli"}', MCP_GATEWAY_PLUGINS="notes"
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["text"] == "cli"
-    bad = _run(tmp_path, "call", "notes_add", "--args", '{"txt": "cli"}', MCP_GATEWAY_PLUGINS="notes")
+    bad = _run(
+        tmp_path, "call", "notes_add", "--args", '{"txt": "cli"}', MCP_GATEWAY_PLUGINS="notes"
+    )
     assert bad.returncode == 1 and json.loads(bad.stdout)["error"]["code"] == "VALIDATION_ERROR"
     broken = _run(tmp_path, "call", "notes_add", "--args", "{not json", MCP_GATEWAY_PLUGINS="notes")
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr
@@ -98,7 +122,14 @@ def test_cli_health_exit_code_follows_required_checks(plugin_site, tmp_path):
     pp = os.environ["PYTHONPATH"]
     good = _run(tmp_path, "health", "--json", MCP_GATEWAY_PLUGINS="notes", PYTHONPATH=pp)
     assert good.returncode == 0 and json.loads(good.stdout)["ok"] is True
-    down = _run(tmp_path, "health", "--json", MCP_GATEWAY_PLUGINS="svc", PYTHONPATH=pp, SVC_URL=closed_port_url())
+    down = _run(
+        tmp_path,
+        "health",
+        "--json",
+        MCP_GATEWAY_PLUGINS="svc",
+        PYTHONPATH=pp,
+        SVC_URL=closed_port_url(),
+    )
     report = json.loads(down.stdout)
     assert down.returncode == 1 and report["checks"][0]["status"] == "failed"
 
@@ -111,7 +142,10 @@ def test_claude_config_allows_read_tools_and_asks_for_mutations(tmp_path, capsys
     assert list(out["mcpServers"]) == ["jobs_gw"]
     assert out["mcpServers"]["jobs_gw"]["args"][-1] == "serve"
     assert "mcp__jobs_gw__notes_search" in out["permissions"]["allow"]
-    assert set(out["permissions"]["ask"]) == {"mcp__jobs_gw__notes_add", "mcp__jobs_gw__notes_delete"}
+    assert set(out["permissions"]["ask"]) == {
+        "mcp__jobs_gw__notes_add",
+        "mcp__jobs_gw__notes_delete",
+    }
 
 
 def test_a_missing_config_file_is_reported_without_its_path(tmp_path):

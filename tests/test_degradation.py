@@ -8,28 +8,40 @@ import time
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-
 from backends import backend, closed_port_url
 from conftest import gateway_env
 from fixture_plugins import GOOD, SVC
+from mcp import Client, StdioServerParameters
+
 from gateway.testing import make_gateway
 
 
 @pytest.fixture
 def svc_installed(plugin_site):
-    plugin_site("gwfx-svc", {"svc": "gwfx_svc", "good": "gwfx_good"}, {"gwfx_svc": SVC, "gwfx_good": GOOD})
+    plugin_site(
+        "gwfx-svc", {"svc": "gwfx_svc", "good": "gwfx_good"}, {"gwfx_svc": SVC, "gwfx_good": GOOD}
+    )
 
 
 def _gw(tmp_path, url):
-    env = dict(os.environ, SVC_URL=url) if url else {k: v for k, v in os.environ.items() if k != "SVC_URL"}
+    env = (
+        dict(os.environ, SVC_URL=url)
+        if url
+        else {k: v for k, v in os.environ.items() if k != "SVC_URL"}
+    )
     return make_gateway(
-        plugins=["svc", "good"], env=env, cwd=tmp_path, breaker_failures=2, breaker_reset_seconds=0.5
+        plugins=["svc", "good"],
+        env=env,
+        cwd=tmp_path,
+        breaker_failures=2,
+        breaker_reset_seconds=0.5,
     )
 
 
 @pytest.mark.anyio
-async def test_refused_connections_give_backend_unavailable_then_the_breaker_fails_fast(svc_installed, tmp_path):
+async def test_refused_connections_give_backend_unavailable_then_the_breaker_fails_fast(
+    svc_installed, tmp_path
+):
     gw = _gw(tmp_path, closed_port_url())
     async with gw:
         for _ in range(2):
@@ -37,7 +49,10 @@ async def test_refused_connections_give_backend_unavailable_then_the_breaker_fai
             assert r.code == "BACKEND_UNAVAILABLE" and r.payload["error"]["retryable"] is True
         fast = await gw.call("svc_fetch")
         assert fast.code == "BACKEND_UNAVAILABLE"
-        assert "'svc'" in fast.payload["error"]["message"] and "retry after" in fast.payload["error"]["message"]
+        assert (
+            "'svc'" in fast.payload["error"]["message"]
+            and "retry after" in fast.payload["error"]["message"]
+        )
         assert gw.health.breaker_states()["svc/svc"]["state"] == "open"
         # Other plugins are untouched.
         ok = await gw.call("good_echo", {"text": "fine"})
@@ -45,7 +60,9 @@ async def test_refused_connections_give_backend_unavailable_then_the_breaker_fai
 
 
 @pytest.mark.anyio
-async def test_a_black_holed_backend_times_out_within_the_tool_timeout_and_recovers_half_open(svc_installed, tmp_path):
+async def test_a_black_holed_backend_times_out_within_the_tool_timeout_and_recovers_half_open(
+    svc_installed, tmp_path
+):
     with backend() as b:
         b.mode = "hang"
         gw = _gw(tmp_path, b.url)
@@ -55,7 +72,9 @@ async def test_a_black_holed_backend_times_out_within_the_tool_timeout_and_recov
                 r = await gw.call("svc_fetch")
                 assert r.code == "TIMEOUT" and r.payload["error"]["retryable"] is True
                 assert time.monotonic() - started < 5  # the 1 s tool timeout, not the client's 30 s
-            assert (await gw.call("svc_fetch")).code == "BACKEND_UNAVAILABLE"  # open: no request sent
+            assert (
+                await gw.call("svc_fetch")
+            ).code == "BACKEND_UNAVAILABLE"  # open: no request sent
             seen = b.requests
             assert (await gw.call("svc_fetch")).code == "BACKEND_UNAVAILABLE"
             assert b.requests == seen
@@ -103,7 +122,9 @@ async def test_an_unconfigured_backend_is_reported_as_such_not_as_a_crash(svc_in
 
 
 @pytest.mark.anyio
-async def test_health_checks_of_a_black_holed_backend_finish_within_their_timeout(svc_installed, tmp_path):
+async def test_health_checks_of_a_black_holed_backend_finish_within_their_timeout(
+    svc_installed, tmp_path
+):
     with backend() as b:
         b.mode = "hang"
         gw = _gw(tmp_path, b.url)
@@ -115,23 +136,35 @@ async def test_health_checks_of_a_black_holed_backend_finish_within_their_timeou
 
 @pytest.mark.e2e
 @pytest.mark.anyio
-async def test_stdio_gateway_starts_at_once_and_survives_every_backend_failure(svc_installed, tmp_path):
+async def test_stdio_gateway_starts_at_once_and_survives_every_backend_failure(
+    svc_installed, tmp_path
+):
     with backend() as b:
         b.mode = "hang"
         env = gateway_env(
-            PYTHONPATH=os.environ["PYTHONPATH"], SVC_URL=b.url,
-            MCP_GATEWAY_PLUGINS="svc,good", MCP_GATEWAY_BREAKER_FAILURES="2",
+            PYTHONPATH=os.environ["PYTHONPATH"],
+            SVC_URL=b.url,
+            MCP_GATEWAY_PLUGINS="svc,good",
+            MCP_GATEWAY_BREAKER_FAILURES="2",
         )
-        params = StdioServerParameters(command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env
+        )
         with anyio.fail_after(60):
             async with Client(params, mode="legacy") as client:
                 # initialize and tools/list do not wait for the black-holed backend
                 names = {t.name for t in (await client.list_tools()).tools}
                 assert {"svc_fetch", "good_echo"} <= names
-                codes = [(await client.call_tool("svc_fetch", {})).structured_content["error"]["code"] for _ in range(3)]
+                codes = [
+                    (await client.call_tool("svc_fetch", {})).structured_content["error"]["code"]
+                    for _ in range(3)
+                ]
                 assert codes == ["TIMEOUT", "TIMEOUT", "BACKEND_UNAVAILABLE"]
                 b.mode = "error"
                 echo = await client.call_tool("good_echo", {"text": "alive"})
                 assert echo.structured_content == {"echo": "alive"}
                 status = await client.call_tool("gateway_status", {})
-                assert status.structured_content["backends"]["svc/svc"]["state"] in {"open", "half_open"}
+                assert status.structured_content["backends"]["svc/svc"]["state"] in {
+                    "open",
+                    "half_open",
+                }

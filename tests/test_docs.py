@@ -21,7 +21,8 @@ def test_every_hookspec_is_documented_with_its_exact_signature():
     blocks = re.findall(r"```python\n(def .*?)\n```", doc, re.S)
     documented = {b.split("(")[0][4:]: _normalize(b[4:]) for b in blocks}
     specs = {
-        name for name, obj in vars(hookspecs).items()
+        name
+        for name, obj in vars(hookspecs).items()
         if callable(obj) and hasattr(obj, f"{hookspecs.PROJECT}_spec")
     }
     assert specs == set(HOOK_NAMES) == set(documented)

@@ -8,17 +8,19 @@ import sys
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-
 from conftest import gateway_env
 from fixture_plugins import WORKER
+from mcp import Client, StdioServerParameters
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
 def _params(tmp_path, **env) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=gateway_env(**env)
+        command=sys.executable,
+        args=["-m", "gateway.cli", "serve"],
+        cwd=str(tmp_path),
+        env=gateway_env(**env),
     )
 
 
@@ -65,12 +67,20 @@ async def test_tools_list_carries_annotations_and_the_mutation_paragraph(tmp_pat
 
             nope = await client.call_tool("no_such_tool", {})
             assert nope.structured_content["error"]["code"] == "NOT_FOUND"
-    audit = [json.loads(line) for line in (tmp_path / "data/gateway/audit.jsonl").read_text().splitlines()]
-    assert [(a["tool"], a["outcome"]) for a in audit] == [("notes_add", "STARTED"), ("notes_add", "OK")]
+    audit = [
+        json.loads(line)
+        for line in (tmp_path / "data/gateway/audit.jsonl").read_text().splitlines()
+    ]
+    assert [(a["tool"], a["outcome"]) for a in audit] == [
+        ("notes_add", "STARTED"),
+        ("notes_add", "OK"),
+    ]
     assert audit[0]["arguments"] == {"text": "str"}  # names and shapes, never values
 
 
-async def test_progress_notifications_reach_the_client_and_stdout_stays_clean(tmp_path, plugin_site):
+async def test_progress_notifications_reach_the_client_and_stdout_stays_clean(
+    tmp_path, plugin_site
+):
     plugin_site("gwfx-worker", {"worker": "gwfx_worker"}, {"gwfx_worker": WORKER})
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -95,7 +105,9 @@ async def test_read_only_deployments_hide_and_refuse_mutation_tools(tmp_path):
             _params(tmp_path, MCP_GATEWAY_PLUGINS="notes", MCP_GATEWAY_READ_ONLY="1"), mode="legacy"
         ) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert "notes_search" in names and "notes_add" not in names and "notes_delete" not in names
+            assert (
+                "notes_search" in names and "notes_add" not in names and "notes_delete" not in names
+            )
             refused = await client.call_tool("notes_add", {"text": "sneaky"})
             assert refused.structured_content["error"]["code"] == "PERMISSION_DENIED"
             assert "read-only" in refused.structured_content["error"]["message"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -11,7 +10,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 from conftest import gateway_env
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +34,10 @@ def http_gateway(tmp_path) -> Iterator[str]:
     env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "serve", "--transport", "http", "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -48,7 +49,9 @@ def http_gateway(tmp_path) -> Iterator[str]:
             time.sleep(0.1)
     else:
         proc.kill()
-        raise AssertionError(proc.stderr.read().decode() if proc.stderr else "gateway did not start")
+        raise AssertionError(
+            proc.stderr.read().decode() if proc.stderr else "gateway did not start"
+        )
     yield url
     proc.terminate()
     proc.wait(timeout=10)
@@ -61,8 +64,23 @@ def _rpc(method: str, params: dict, id_: int = 1) -> dict:
 def test_refuses_to_start_on_a_public_address_without_a_token(tmp_path):
     env = gateway_env()
     proc = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "1",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert "MCP_GATEWAY_TOKEN" in proc.stderr and "non-loopback" in proc.stderr
@@ -77,13 +95,25 @@ def test_stateless_calls_work_with_the_right_token(http_gateway):
         names = {t["name"] for t in listed.json()["result"]["tools"]}
         assert {"notes_search", "notes_add", "gateway_status"} <= names
         assert "mcp-session-id" not in {k.lower() for k in listed.headers}
-        added = c.post("/mcp", json=_rpc("tools/call", {"name": "notes_add", "arguments": {"text": "via http"}}, 2))
+        added = c.post(
+            "/mcp",
+            json=_rpc("tools/call", {"name": "notes_add", "arguments": {"text": "via http"}}, 2),
+        )
         assert added.json()["result"]["structuredContent"]["text"] == "via http"
-        found = c.post("/mcp", json=_rpc("tools/call", {"name": "notes_search", "arguments": {"query": "http"}}, 3))
+        found = c.post(
+            "/mcp",
+            json=_rpc("tools/call", {"name": "notes_search", "arguments": {"query": "http"}}, 3),
+        )
         assert found.json()["result"]["structuredContent"]["count"] == 1
-        bad = c.post("/mcp", json=_rpc("tools/call", {"name": "notes_search", "arguments": {"limit": "many"}}, 4))
+        bad = c.post(
+            "/mcp",
+            json=_rpc("tools/call", {"name": "notes_search", "arguments": {"limit": "many"}}, 4),
+        )
         result = bad.json()["result"]
-        assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "VALIDATION_ERROR"
+        assert (
+            result["isError"] is True
+            and result["structuredContent"]["error"]["code"] == "VALIDATION_ERROR"
+        )
         ready = c.get("/readyz")
         assert ready.status_code == 200 and ready.json()["ready"] is True
 

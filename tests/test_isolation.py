@@ -8,10 +8,10 @@ import sys
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-
 from conftest import gateway_env
 from fixture_plugins import BROKEN, EXPECTED_REASON, install_all
+from mcp import Client, StdioServerParameters
+
 from gateway.plugins import PluginState
 from gateway.testing import gateway_client, make_gateway
 
@@ -24,7 +24,9 @@ def _gateway(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_every_broken_plugin_is_skipped_with_its_reason_and_the_good_one_serves(plugin_site, tmp_path):
+async def test_every_broken_plugin_is_skipped_with_its_reason_and_the_good_one_serves(
+    plugin_site, tmp_path
+):
     install_all(plugin_site)
     gw = _gateway(tmp_path)
     async with gw, gateway_client(gw) as client:
@@ -68,7 +70,11 @@ def test_duplicate_plugin_names_are_reported_not_dropped(plugin_site, tmp_path):
     from fixture_plugins import GOOD
 
     plugin_site("gwfx-first", {"twin": "gwfx_twin_a"}, {"gwfx_twin_a": GOOD})
-    plugin_site("gwfx-second", {"twin": "gwfx_twin_b"}, {"gwfx_twin_b": GOOD.replace("good_echo", "twin_b_echo")})
+    plugin_site(
+        "gwfx-second",
+        {"twin": "gwfx_twin_b"},
+        {"gwfx_twin_b": GOOD.replace("good_echo", "twin_b_echo")},
+    )
     gw = make_gateway(plugins=["twin"], cwd=tmp_path)
     twins = [p for p in gw.plugins if p.name == "twin"]
     assert len(twins) == 2
@@ -78,7 +84,9 @@ def test_duplicate_plugin_names_are_reported_not_dropped(plugin_site, tmp_path):
 
 def test_allow_and_block_lists_select_plugins_without_importing_the_rest(plugin_site, tmp_path):
     install_all(plugin_site)
-    gw = make_gateway(plugins=["good", "fails_import"], disable_plugins=["fails_import"], cwd=tmp_path)
+    gw = make_gateway(
+        plugins=["good", "fails_import"], disable_plugins=["fails_import"], cwd=tmp_path
+    )
     states = {p.name: p.state for p in gw.plugins}
     assert states["good"] is PluginState.LOADED
     assert states["fails_import"] is PluginState.DISABLED
@@ -96,7 +104,9 @@ async def test_stdio_gateway_serves_the_good_plugin_next_to_every_broken_one(plu
         MCP_GATEWAY_RESOURCE_TIMEOUT="2",
         INVALID_CONFIG_PORT="not-a-port",
     )
-    params = StdioServerParameters(command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env
+    )
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             names = {t.name for t in (await client.list_tools()).tools}

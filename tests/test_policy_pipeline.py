@@ -6,8 +6,8 @@ import json
 
 import anyio
 import pytest
-
 from fixture_plugins import WORKER
+
 from gateway.testing import gateway_client, make_gateway
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +60,7 @@ async def test_cancellation_reaches_the_handler(tmp_path, plugin_site):
 async def test_handler_results_that_break_the_output_model_are_internal_errors(tmp_path):
     from pydantic import BaseModel, ConfigDict
 
-    from gateway import Tier, ToolSpec, hookimpl
+    from gateway import ToolSpec, hookimpl
 
     class In(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -77,8 +77,21 @@ async def test_handler_results_that_break_the_output_model_are_internal_errors(t
             async def not_json(args, ctx):  # type: ignore[no-untyped-def]
                 return {"when": object()}
 
-            register(ToolSpec(name="wrong", description="d", input_model=In, output_model=Out, handler=wrong, tier="read"))
-            register(ToolSpec(name="not_json", description="d", input_model=In, handler=not_json, tier="read"))
+            register(
+                ToolSpec(
+                    name="wrong",
+                    description="d",
+                    input_model=In,
+                    output_model=Out,
+                    handler=wrong,
+                    tier="read",
+                )
+            )
+            register(
+                ToolSpec(
+                    name="not_json", description="d", input_model=In, handler=not_json, tier="read"
+                )
+            )
 
     gw = make_gateway(objects={"p": Plugin()}, entry_points=False, cwd=tmp_path)
     async with gw:

@@ -20,9 +20,9 @@ CONFIGURED_SECRET = "cfg-Secret-value-9d8e7f"
 
 word = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
 # Credentials long and random enough that they cannot occur in a log line by chance.
-secret_chars = st.text(alphabet=string.ascii_letters + string.digits + "-._~+/", min_size=12, max_size=40).map(
-    lambda s: "tk9" + s
-)
+secret_chars = st.text(
+    alphabet=string.ascii_letters + string.digits + "-._~+/", min_size=12, max_size=40
+).map(lambda s: "tk9" + s)
 abs_path = st.lists(word, min_size=2, max_size=6).map(lambda parts: "/" + "/".join(parts))
 win_path = st.lists(word, min_size=2, max_size=4).map(lambda parts: "C:\\" + "\\".join(parts))
 pg_url = st.tuples(word, secret_chars.filter(lambda s: "/" not in s), word).map(
@@ -60,7 +60,9 @@ def leaky_message(draw):  # type: ignore[no-untyped-def]
             parts.append(draw(word))
         elif kind == "path":
             p = draw(abs_path)
-            parts.append(draw(st.sampled_from(["{}", "'{}'", '"{}"', "({})", "{}:", "at {}."])).format(p))
+            parts.append(
+                draw(st.sampled_from(["{}", "'{}'", '"{}"', "({})", "{}:", "at {}."])).format(p)
+            )
             forbidden.append(p)
         elif kind == "win":
             p = draw(win_path)
@@ -100,7 +102,11 @@ class _Raiser:
         async def boom(args, ctx):  # type: ignore[no-untyped-def]
             raise self.exc
 
-        register(ToolSpec(name="boom", description="Raises.", input_model=_In, handler=boom, tier=Tier.READ))
+        register(
+            ToolSpec(
+                name="boom", description="Raises.", input_model=_In, handler=boom, tier=Tier.READ
+            )
+        )
 
 
 def _gateway_with_log(tmp_path):  # type: ignore[no-untyped-def]
@@ -129,7 +135,9 @@ def test_leaky_exceptions_never_reach_the_result_or_the_log(tmp_path):
         message, forbidden = case
         calls.append(1)
         raiser.exc = (
-            RuntimeError(message) if kind == "unexpected" else GatewayError(ErrorCode.BACKEND_ERROR, message)
+            RuntimeError(message)
+            if kind == "unexpected"
+            else GatewayError(ErrorCode.BACKEND_ERROR, message)
         )
         stream.seek(0)
         stream.truncate()

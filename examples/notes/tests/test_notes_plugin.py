@@ -41,7 +41,9 @@ async def test_deleting_a_missing_note_is_not_found_and_changes_nothing(gateway_
 
 @pytest.mark.anyio
 async def test_notes_file_outside_the_data_roots_is_refused(gateway_factory):
-    gw = gateway_factory(plugins=["notes"], plugin_config={"notes": {"notes_file": "../elsewhere.json"}})
+    gw = gateway_factory(
+        plugins=["notes"], plugin_config={"notes": {"notes_file": "../elsewhere.json"}}
+    )
     async with gw:
         result = await gw.call("notes_add", {"text": "x"})
     assert result.code == "VALIDATION_ERROR"
