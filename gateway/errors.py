@@ -49,8 +49,8 @@ class GatewayError(Exception):
 
     ``message`` should tell the model what to do next ("call again with cursor=…",
     "set GITEA_URL to enable these tools"). It is still sanitized on the way out.
-    ``details`` is optional JSON-able data (e.g. the missing ids); it is not sanitized
-    field by field, so never put raw exception text or paths in it.
+    ``details`` is optional JSON-able data (e.g. the missing ids); every string in it is
+    sanitized too, lists are cut at 100 items.
     """
 
     def __init__(

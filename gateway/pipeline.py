@@ -130,10 +130,22 @@ class Pipeline:
             err.code,
             self.sanitize(err.message),
             retryable=err.retryable,
-            details=err.details,
+            details=self._clean(err.details) if err.details else None,
             correlation_id=cid,
         )
         return CallResult(payload, True, tool)
+
+    def _clean(self, value: Any) -> Any:
+        """Details are plugin data: sanitize every string in them too, so nothing slips out."""
+        if isinstance(value, str):
+            return self.sanitize(value, max_chars=300)
+        if isinstance(value, dict):
+            return {str(k): self._clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._clean(v) for v in value[:100]]
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return self.sanitize(str(value), max_chars=300)
 
     async def call(
         self,

@@ -161,7 +161,9 @@ async def _conformance(gateway: Gateway, name: str, health_slack: float) -> None
             for exc in (
                 RuntimeError(f"boom with {SENTINEL_SECRET} at {SENTINEL_PATH}"),
                 GatewayError(
-                    ErrorCode.BACKEND_ERROR, f"failed: token {SENTINEL_SECRET} in {SENTINEL_PATH}"
+                    ErrorCode.BACKEND_ERROR,
+                    f"failed: token {SENTINEL_SECRET} in {SENTINEL_PATH}",
+                    details={"where": [SENTINEL_PATH], "why": f"Bearer {SENTINEL_SECRET}"},
                 ),
             ):
                 result = await _call_with_failing_handler(gateway, tool, exc)

@@ -108,3 +108,46 @@ async def test_audit_log_records_failed_mutations_too(tmp_path):
     assert [x["outcome"] for x in lines] == ["STARTED", "NOT_FOUND"]
     assert lines[0]["correlation_id"] == lines[1]["correlation_id"]
     assert lines[1]["duration_ms"] >= 0
+
+
+def test_the_conformance_kit_reports_a_plugin_that_does_not_load(plugin_site, tmp_path):
+    from fixture_plugins import BROKEN
+
+    from gateway.testing import assert_plugin_conforms
+
+    plugin_site("gwfx-broken", {"no_tier": "gwfx_no_tier"}, {"gwfx_no_tier": BROKEN["no_tier"]})
+    with pytest.raises(AssertionError, match="did not load: invalid tool declaration"):
+        assert_plugin_conforms("no_tier", cwd=tmp_path)
+
+
+async def test_error_details_are_sanitized_like_messages(tmp_path):
+    from pydantic import BaseModel, ConfigDict
+
+    from gateway import ErrorCode, GatewayError, ToolSpec, hookimpl
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Plugin:
+        @hookimpl
+        def register_tools(self, register):  # type: ignore[no-untyped-def]
+            async def leak(args, ctx):  # type: ignore[no-untyped-def]
+                raise GatewayError(
+                    ErrorCode.CONFLICT,
+                    "wrong state",
+                    details={
+                        "sql": ["SELECT secret FROM vault"],
+                        "at": "/srv/app/private/x.py",
+                        "n": 3,
+                    },
+                )
+
+            register(
+                ToolSpec(name="leak", description="d", input_model=In, handler=leak, tier="read")
+            )
+
+    gw = make_gateway(objects={"p": Plugin()}, entry_points=False, cwd=tmp_path)
+    async with gw:
+        r = await gw.call("leak")
+    details = r.payload["error"]["details"]
+    assert details == {"sql": ["[SQL removed]"], "at": "…/x.py", "n": 3}
