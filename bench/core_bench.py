@@ -1,0 +1,795 @@
+"""Gateway core vs a bare low-level ``mcp`` server: cold start, stdio latency, HTTP throughput,
+``tools/list`` size. Figures go to ``bench/results/core.md`` (one section per subcommand).
+
+    .venv/bin/python bench/core_bench.py all         # everything, ~2 minutes
+    .venv/bin/python bench/core_bench.py cold        # or: imports, latency, http, listsize
+
+Targets (from the issue): cold start median ≤ 1.15 x bare; stdio call median ≤ 1.2 x bare;
+stateless Streamable HTTP throughput ≥ 0.85 x bare. Only 127.0.0.1 is used; generated files
+live in ``bench/.work/`` (git-ignored). Exit status 1 if a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import core_common as c
+
+COLD_TARGET = 1.15
+LATENCY_TARGET = 1.2
+HTTP_TARGET = 0.85
+
+
+def rerun(sub: str, **opts: Any) -> str:
+    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in opts.items())
+    return f".venv/bin/python bench/core_bench.py {sub} {flags}".rstrip()
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+# --- cold start ---------------------------------------------------------------------------
+
+
+def cold_once(target: c.Target, tools: int, tag: str) -> tuple[float, int]:
+    """Spawn → initialize → initialized → tools/list response, in ns; and the tool count."""
+    p = c.spawn_stdio(target, tools, tag)
+    try:
+        p.send(c.initialize_msg(0))
+        init, _ = p.recv(0)
+        if "error" in init:
+            raise RuntimeError(f"{target.label}: initialize failed: {init['error']}")
+        p.send(c.INITIALIZED)
+        p.send(TOOLS_LIST)
+        resp, _ = p.recv(1)
+        elapsed = time.perf_counter_ns() - p.started_ns
+    finally:
+        p.close()
+    return elapsed, len(resp["result"]["tools"])
+
+
+def python_floor(runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        subprocess.run([c.PY, "-c", "pass"], check=True, cwd=c.RUN_DIR)
+        out.append(time.perf_counter_ns() - t0)
+    return out
+
+
+def bench_cold(args: argparse.Namespace) -> bool:
+    load = c.loadavg()
+    log(f"cold start: {args.runs} runs each, interleaved, N={args.tools}")
+    for target in c.TARGETS:  # one discarded run each: page cache, .pyc files
+        cold_once(target, args.tools, "cold-warmup")
+    times: dict[str, list[float]] = {t.kind: [] for t in c.TARGETS}
+    counts: dict[str, int] = {}
+    for i in range(args.runs):
+        for target in c.TARGETS:
+            ns, n = cold_once(target, args.tools, f"cold-{i}")
+            times[target.kind].append(ns)
+            counts[target.kind] = n
+    floor = python_floor(args.runs)
+    med = {k: c.median(v) for k, v in times.items()}
+    r = c.ratio(med["gateway"], med["bare"])
+    ok = r <= COLD_TARGET
+    rows = [
+        f"| {t.label} ({counts[t.kind]} tools listed) | {c.fmt_ms(min(times[t.kind]))} | "
+        f"{c.fmt_ms(med[t.kind])} | {c.fmt_ms(max(times[t.kind]))} | "
+        f"{' '.join(c.fmt_ms(x) for x in times[t.kind])} |"
+        for t in c.TARGETS
+    ]
+    rows.append(
+        f"| `python -c pass` (floor) | {c.fmt_ms(min(floor))} | {c.fmt_ms(c.median(floor))} | "
+        f"{c.fmt_ms(max(floor))} | {' '.join(c.fmt_ms(x) for x in floor)} |"
+    )
+    body = (
+        "## Cold start (stdio): spawn → `initialize` → `initialized` → `tools/list` response\n\n"
+        + c.facts_line(rerun("cold", runs=args.runs, tools=args.tools), load)
+        + f"- Method: raw JSON-RPC client on the pipes (protocol {c.PROTOCOL}), N = {args.tools} echo "
+        f"tools, {args.runs} runs each, interleaved bare, gateway, bare, …, after one discarded run "
+        "each. Gateway: `python -m gateway.cli serve` with `MCP_GATEWAY_PLUGINS=bench_trivial`.\n\n"
+        "| server | min ms | median ms | max ms | runs (ms, in order) |\n|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + f"\n\n**Target** cold start median ≤ {COLD_TARGET} x bare: "
+        f"{c.fmt_ms(med['gateway'])} / {c.fmt_ms(med['bare'])} ms = {r:.2f} x → **{c.verdict(ok)}**\n"
+    )
+    c.write_section("cold", body)
+    log(body)
+    return ok
+
+
+# --- import time ----------------------------------------------------------------------------
+
+
+@dataclass
+class ImportRow:
+    name: str
+    self_us: int
+    cum_us: int
+    level: int
+    parent: str | None = None
+
+
+def parse_importtime(text: str) -> dict[str, ImportRow]:
+    """``-X importtime`` lines → rows with their importer (post-order: children come first)."""
+    rows: list[ImportRow] = []
+    pending: dict[int, list[ImportRow]] = defaultdict(list)
+    for line in text.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        parts = line[len("import time:") :].split("|")
+        if len(parts) != 3:
+            continue
+        raw = parts[2]
+        name = raw.strip()
+        level = (len(raw) - len(raw.lstrip()) - 1) // 2
+        row = ImportRow(name, int(parts[0]), int(parts[1]), level)
+        for child in pending.pop(level + 1, []):
+            child.parent = name
+        pending[level].append(row)
+        rows.append(row)
+    return {r.name: r for r in rows}
+
+
+def importtime_run(target: c.Target, tools: int, tag: str) -> dict[str, ImportRow]:
+    err = c.LOG_DIR / f"{target.kind}-{tag}.importtime"
+    p = c.StdioProc(
+        target.stdio_argv(tools, ["-X", "importtime"]), target.env(tools), tag, stderr_path=err
+    )
+    try:
+        p.handshake()
+        p.request(TOOLS_LIST)
+    finally:
+        p.close()
+    return parse_importtime(err.read_text(encoding="utf-8", errors="replace"))
+
+
+PHASES_SCRIPT = """
+import json, time
+t0 = time.perf_counter()
+import mcp.server, mcp.server.stdio
+t1 = time.perf_counter()
+import gateway.cli, gateway.app, gateway.server
+t2 = time.perf_counter()
+cfg = gateway.config.load_config()
+t3 = time.perf_counter()
+gw = gateway.app.build_gateway(cfg)
+t4 = time.perf_counter()
+gateway.server.build_server(gw)
+t5 = time.perf_counter()
+print(json.dumps({"sdk": t1 - t0, "gateway_modules": t2 - t1, "load_config": t3 - t2,
+                  "build_gateway": t4 - t3, "build_server": t5 - t4,
+                  "tools": len(gw.visible_tools())}))
+"""
+PHASE_LABELS = {
+    "sdk": "`import mcp.server, mcp.server.stdio` (the bare server pays this too)",
+    "gateway_modules": "import `gateway.cli`, `gateway.app`, `gateway.server` after the SDK",
+    "load_config": "`load_config()`",
+    "build_gateway": "`build_gateway()`: entry-point scan, plugin import, settings, tool schemas",
+    "build_server": "`build_server()`: the MCP tool list",
+}
+
+
+def gateway_phases(tools: int, runs: int) -> str:
+    """Where the gateway's extra start-up time goes, timed in a fresh interpreter per run."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    for _ in range(runs):
+        proc = subprocess.run(
+            [c.PY, "-c", PHASES_SCRIPT],
+            capture_output=True,
+            text=True,
+            env=c.GATEWAY.env(tools),
+            cwd=c.RUN_DIR,
+            timeout=60,
+        )
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+            return (
+                f"(phase timing failed: {tail[0][:200]}; the gateway's internals may have moved)\n"
+            )
+        for k, v in json.loads(proc.stdout).items():
+            samples[k].append(v)
+    rows = "\n".join(
+        f"| {label} | {c.median(samples[k]) * 1000:.1f} |" for k, label in PHASE_LABELS.items()
+    )
+    return (
+        f"Gateway start-up phases in a fresh interpreter ({runs} runs, medians; "
+        f"{c.median(samples['tools']):.0f} tools):\n\n| phase | ms |\n|---|---|\n" + rows + "\n"
+    )
+
+
+def bench_imports(args: argparse.Namespace) -> bool:
+    load = c.loadavg()
+    log(f"import time: {args.runs} runs each (-X importtime, through the first tools/list)")
+    runs: dict[str, list[dict[str, ImportRow]]] = {t.kind: [] for t in c.TARGETS}
+    for i in range(args.runs):
+        for target in c.TARGETS:
+            runs[target.kind].append(importtime_run(target, args.tools, f"imports-{i}"))
+
+    def med_self(kind: str, name: str) -> float:
+        return c.median(r[name].self_us for r in runs[kind] if name in r)
+
+    def med_cum(kind: str, name: str) -> float:
+        return c.median(r[name].cum_us for r in runs[kind] if name in r)
+
+    totals = {k: c.median(sum(x.self_us for x in r.values()) for r in v) for k, v in runs.items()}
+    names = {k: set().union(*(set(r) for r in v)) for k, v in runs.items()}
+    # Present in every gateway run and in no bare run: what the gateway adds.
+    gw_always = set.intersection(*(set(r) for r in runs["gateway"]))
+    extra = sorted(gw_always - names["bare"], key=lambda n: -med_self("gateway", n))
+    extra_total = sum(med_self("gateway", n) for n in extra)
+    last = runs["gateway"][-1]
+    by_pkg: dict[str, float] = defaultdict(float)
+    count_pkg: dict[str, int] = defaultdict(int)
+    for n in extra:
+        by_pkg[n.split(".")[0]] += med_self("gateway", n)
+        count_pkg[n.split(".")[0]] += 1
+
+    def top_level(kind: str, limit: int = 10) -> list[str]:
+        sample = runs[kind][-1]
+        level0 = [r for r in sample.values() if r.level == 0]
+        level0.sort(key=lambda r: -med_cum(kind, r.name))
+        return [f"`{r.name}` {med_cum(kind, r.name) / 1000:.0f}" for r in level0[:limit]]
+
+    extra_rows = "\n".join(
+        f"| `{n}` | {med_self('gateway', n) / 1000:.1f} | {med_cum('gateway', n) / 1000:.1f} | "
+        f"`{last[n].parent or '(top level)'}` |"
+        for n in extra[:10]
+    )
+    pkg_rows = "\n".join(
+        f"| `{p}` | {count_pkg[p]} | {v / 1000:.1f} |"
+        for p, v in sorted(by_pkg.items(), key=lambda kv: -kv[1])[:10]
+    )
+    body = (
+        "## Import cost (`python -X importtime`, process start through the first `tools/list`)\n\n"
+        + c.facts_line(rerun("imports", runs=args.runs, tools=args.tools), load)
+        + f"- Method: each server started under `-X importtime`, handshake + `tools/list` over stdio, "
+        f"then stdin closed; {args.runs} runs each, per-module medians. `-X importtime` inflates "
+        "absolute times; compare the two columns, not against the cold-start table.\n\n"
+        f"| | bare | gateway |\n|---|---|---|\n"
+        f"| modules imported | {len(runs['bare'][-1])} | {len(runs['gateway'][-1])} |\n"
+        f"| sum of self times, ms | {totals['bare'] / 1000:.0f} | {totals['gateway'] / 1000:.0f} |\n"
+        f"| top-level imports by cumulative ms | {', '.join(top_level('bare', 6))} | "
+        f"{', '.join(top_level('gateway', 6))} |\n\n"
+        f"**Extra modules** (imported by the gateway in every run, never by the bare server): "
+        f"{len(extra)} modules, {extra_total / 1000:.0f} ms of self time "
+        f"({c.ratio(extra_total, totals['bare']) * 100:.0f}% of the bare server's total).\n\n"
+        "Top 10 extra modules by self time:\n\n"
+        "| module | self ms | cumulative ms | imported by |\n|---|---|---|---|\n"
+        + extra_rows
+        + "\n\nExtra modules grouped by top-level package:\n\n"
+        "| package | modules | self ms |\n|---|---|---|\n"
+        + pkg_rows
+        + "\n\n"
+        + gateway_phases(args.tools, 5)
+    )
+    c.write_section("imports", body)
+    log(body)
+    return True
+
+
+# --- per-call latency over stdio --------------------------------------------------------------
+
+
+def bench_latency(args: argparse.Namespace) -> bool:
+    load = c.loadavg()
+    log(f"stdio latency: {args.calls} calls after {args.warmup} warm-up, alternating servers")
+    procs = {t.kind: c.spawn_stdio(t, args.tools, "latency") for t in c.TARGETS}
+    lat: dict[str, list[float]] = {t.kind: [] for t in c.TARGETS}
+    try:
+        for p in procs.values():
+            p.handshake()
+            p.request(TOOLS_LIST)
+        req_id = 10
+        for i in range(args.warmup + args.calls):
+            for kind, p in procs.items():
+                req_id += 1
+                msg = c.call_msg(req_id, "echo_0", i)
+                t0 = time.perf_counter_ns()
+                p.send(msg)
+                resp, _ = p.recv(req_id)
+                dt = time.perf_counter_ns() - t0
+                c.check_echo(resp, i)
+                if i >= args.warmup:
+                    lat[kind].append(dt)
+    finally:
+        for p in procs.values():
+            p.close()
+    rows = [latency_row(f"raw JSON-RPC client → {t.label}", lat[t.kind]) for t in c.TARGETS]
+    r = c.ratio(c.median(lat["gateway"]), c.median(lat["bare"]))
+    ok = r <= LATENCY_TARGET
+    sdk_note = ""
+    if args.sdk:
+        sdk = asyncio.run(sdk_latency(args))
+        rows += [latency_row(f"SDK `Client` (legacy) → {t.label}", sdk[t.kind]) for t in c.TARGETS]
+        rs = c.ratio(c.median(sdk["gateway"]), c.median(sdk["bare"]))
+        sdk_note = (
+            f"- With the official SDK client the ratio of medians is {rs:.2f} x (informational).\n"
+        )
+    body = (
+        "## Per-call latency over stdio (`tools/call` of `echo_0`)\n\n"
+        + c.facts_line(
+            rerun("latency", calls=args.calls, warmup=args.warmup, tools=args.tools)
+            + ("" if args.sdk else " --no-sdk"),
+            load,
+        )
+        + f"- Method: both servers running, calls alternate bare, gateway, bare, …; each call is "
+        f"send → wait for the response → next. {args.warmup} warm-up calls each are dropped, then "
+        f"{args.calls} calls each; every response checked (`structuredContent` == `{{y: x + 1}}`, "
+        "text content equal, no error).\n\n"
+        "| path | median µs | p95 µs | min µs | mean µs |\n|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n\n"
+        + sdk_note
+        + f"\n**Target** stdio call median ≤ {LATENCY_TARGET} x bare: "
+        f"{c.fmt_us(c.median(lat['gateway']))} / {c.fmt_us(c.median(lat['bare']))} µs = {r:.2f} x → "
+        f"**{c.verdict(ok)}**\n"
+    )
+    c.write_section("latency", body)
+    log(body)
+    return ok
+
+
+def latency_row(label: str, ns: list[float]) -> str:
+    return (
+        f"| {label} | {c.fmt_us(c.median(ns))} | {c.fmt_us(c.percentile(ns, 95))} | "
+        f"{c.fmt_us(min(ns))} | {c.fmt_us(sum(ns) / len(ns))} |"
+    )
+
+
+async def sdk_latency(args: argparse.Namespace) -> dict[str, list[float]]:
+    from contextlib import AsyncExitStack
+
+    from mcp import Client, StdioServerParameters
+
+    out: dict[str, list[float]] = {t.kind: [] for t in c.TARGETS}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for t in c.TARGETS:
+            argv = t.stdio_argv(args.tools)
+            params = StdioServerParameters(
+                command=argv[0], args=argv[1:], env=t.env(args.tools), cwd=str(c.RUN_DIR)
+            )
+            clients[t.kind] = await stack.enter_async_context(Client(params, mode="legacy"))
+        for i in range(args.warmup + args.calls):
+            for kind, client in clients.items():
+                t0 = time.perf_counter_ns()
+                res = await client.call_tool("echo_0", {"x": i})
+                dt = time.perf_counter_ns() - t0
+                if res.is_error or res.structured_content != {"y": i + 1}:
+                    raise AssertionError(f"{kind}: wrong result {res!r}")
+                if i >= args.warmup:
+                    out[kind].append(dt)
+    return out
+
+
+# --- Streamable HTTP throughput ------------------------------------------------------------------
+
+CALL_BODY = json.dumps(c.call_msg(1, "echo_0", 41), separators=(",", ":"))
+EXPECT = '"y":42'
+
+WRK_LUA = """-- generated by bench/core_bench.py: POST one tools/call, check every response
+wrk.method = "POST"
+wrk.body = '%(body)s'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["MCP-Protocol-Version"] = "%(protocol)s"
+
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+non200 = 0
+bad = 0
+good = 0
+function response(status, headers, body)
+  if status ~= 200 then
+    non200 = non200 + 1
+  elseif string.find(body, '%(expect)s', 1, true) == nil
+      or string.find(body, '"isError":true', 1, true) ~= nil
+      or string.find(body, '"error":', 1, true) ~= nil then
+    bad = bad + 1
+  else
+    good = good + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local n2, b, g = 0, 0, 0
+  for _, t in ipairs(threads) do
+    n2 = n2 + t:get("non200")
+    b = b + t:get("bad")
+    g = g + t:get("good")
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'LOADJSON {"requests":%%d,"duration_us":%%d,"errors":%%d,"non200":%%d,"bad":%%d,"good":%%d,' ..
+    '"p50_us":%%d,"p95_us":%%d,"p99_us":%%d,"mean_us":%%.1f}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,
+    n2, b, g, latency:percentile(50), latency:percentile(95), latency:percentile(99), latency.mean))
+end
+"""
+
+
+@dataclass
+class HttpRun:
+    target: c.Target
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    requests: int
+    errors: int
+    non200: int
+    bad: int
+    server_cpu: float
+    loadgen_cpu: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_loadgen(port: int, args: argparse.Namespace, tool: str) -> tuple[dict[str, Any], float]:
+    """Run the load generator as a child; its JSON summary and its CPU seconds."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    if tool == "wrk":
+        script = c.WORK / "core_call.lua"
+        script.write_text(
+            WRK_LUA % {"body": CALL_BODY, "protocol": c.PROTOCOL, "expect": EXPECT},
+            encoding="utf-8",
+        )
+        argv = [
+            "wrk",
+            "-t1",
+            f"-c{args.clients}",
+            f"-d{args.duration}s",
+            "--timeout",
+            "5s",
+            "-s",
+            str(script),
+            url,
+        ]
+    else:
+        argv = [
+            c.PY,
+            __file__,
+            "_loadgen",
+            "--port",
+            str(port),
+            "--clients",
+            str(args.clients),
+            "--duration",
+            str(args.duration),
+        ]
+    out_path = c.LOG_DIR / "loadgen.out"
+    with out_path.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=c.RUN_DIR)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    text = out_path.read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"^LOADJSON (\{.*\})$", text, re.M)
+    if proc.returncode != 0 or not m:
+        raise RuntimeError(f"load generator failed (rc {proc.returncode}):\n{text[-2000:]}")
+    return json.loads(m.group(1)), usage.ru_utime + usage.ru_stime
+
+
+def http_once(target: c.Target, args: argparse.Namespace, tool: str) -> HttpRun:
+    hp = c.start_http(target, args.tools, CALL_BODY.encode())
+    try:
+        status, raw = c.http_post(hp.port, CALL_BODY.encode())
+        if status != 200:
+            raise AssertionError(f"{target.label}: HTTP {status}: {raw[:300]!r}")
+        c.check_echo(json.loads(raw), 41)
+        if EXPECT.encode() not in raw:
+            raise AssertionError(
+                f"{target.label}: body is not compact JSON, the check would fail: {raw[:300]!r}"
+            )
+        cpu0 = hp.cpu_seconds()
+        res, lg_cpu = run_loadgen(hp.port, args, tool)
+        cpu = hp.cpu_seconds() - cpu0
+    finally:
+        hp.stop()
+    secs = res["duration_us"] / 1e6
+    return HttpRun(
+        target,
+        res["requests"] / secs,
+        res["p50_us"] / 1000,
+        res["p95_us"] / 1000,
+        res["requests"],
+        res["errors"],
+        res["non200"],
+        res["bad"],
+        cpu / secs,
+        lg_cpu / secs,
+        res,
+    )
+
+
+def bench_http(args: argparse.Namespace) -> bool:
+    tool = "wrk" if c.which("wrk") and not args.python_loadgen else "python"
+    load = c.loadavg()
+    log(
+        f"HTTP: {args.clients} clients x {args.duration} s, {args.rounds} round(s), load generator: {tool}"
+    )
+    runs: list[HttpRun] = []
+    for i in range(args.rounds):
+        order = c.TARGETS if i % 2 == 0 else tuple(reversed(c.TARGETS))
+        for target in order:
+            runs.append(http_once(target, args, tool))
+            log(f"  {target.label}: {runs[-1].rps:.0f} rps")
+    rps = {t.kind: c.median(r.rps for r in runs if r.target is t) for t in c.TARGETS}
+    r = c.ratio(rps["gateway"], rps["bare"])
+    per_cpu = {
+        t.kind: c.median(x.rps / x.server_cpu for x in runs if x.target is t and x.server_cpu > 0)
+        for t in c.TARGETS
+    }
+    failures = sum(x.errors + x.non200 + x.bad for x in runs)
+    ok = r >= HTTP_TARGET and failures == 0
+    rows = "\n".join(
+        f"| {i // 2 + 1} | {x.target.label} | {x.rps:.0f} | {x.p50_ms:.1f} | {x.p95_ms:.1f} | {x.requests} | "
+        f"{x.errors} / {x.non200} / {x.bad} | {x.server_cpu * 100:.0f}% | "
+        f"{x.rps / x.server_cpu:.0f} | {x.loadgen_cpu * 100:.0f}% |"
+        for i, x in enumerate(runs)
+    )
+    gen = (
+        f"`wrk -t1 -c{args.clients} -d{args.duration}s` with a Lua script that POSTs the call and checks "
+        "every response body"
+        if tool == "wrk"
+        else f"the lean asyncio raw-socket HTTP/1.1 keep-alive client in this script ({args.clients} connections)"
+    )
+    body = (
+        "## Streamable HTTP, stateless JSON: throughput under load\n\n"
+        + c.facts_line(
+            rerun(
+                "http",
+                clients=args.clients,
+                duration=args.duration,
+                rounds=args.rounds,
+                tools=args.tools,
+            )
+            + (" --python-loadgen" if args.python_loadgen else ""),
+            load,
+        )
+        + f"- Method: each server alone on a free 127.0.0.1 port (uvicorn, 1 worker); {gen}; "
+        f"{args.clients} concurrent keep-alive connections for {args.duration} s; body `{CALL_BODY}`, "
+        f"headers `Content-Type: application/json`, `Accept: application/json, text/event-stream`, "
+        f"`MCP-Protocol-Version: {c.PROTOCOL}`. One response verified as a correct `tools/call` result "
+        "before each run. Rounds alternate the order. CPU columns: CPU time / wall time of the server "
+        "process and of the load generator (100% = one core).\n"
+        "- Gateway: `python -m gateway.cli serve --transport http --port P`; bare: "
+        "`bench/core_bare_server.py --tools N http --port P`.\n\n"
+        "| round | server | req/s | p50 ms | p95 ms | requests | socket errors / non-200 / bad body | "
+        "server CPU | req per server CPU-s | load-gen CPU |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        + rows
+        + f"\n\n**Target** HTTP throughput ≥ {HTTP_TARGET} x bare (median of rounds, 0 errors): "
+        f"{rps['gateway']:.0f} / {rps['bare']:.0f} req/s = {r:.2f} x, {failures} errors → **{c.verdict(ok)}**\n"
+        + "\nCross-check that does not depend on how much CPU the shared machine left the server: "
+        f"requests per server CPU-second, gateway / bare = {per_cpu['gateway']:.0f} / "
+        f"{per_cpu['bare']:.0f} = {c.ratio(per_cpu['gateway'], per_cpu['bare']):.2f} x (medians; "
+        "informational, the target is on throughput).\n"
+    )
+    c.write_section("http", body)
+    log(body)
+    return ok
+
+
+# --- the lean Python load generator (used when wrk is not installed) ------------------------------
+
+
+async def _lg_client(port: int, deadline: float, lat: list[int], stats: dict[str, int]) -> None:
+    body = CALL_BODY.encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(body)}\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in c.HTTP_HEADERS.items())
+        + "\r\n"
+    ).encode()
+    request = head + body
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while time.monotonic() < deadline:
+            t0 = time.perf_counter_ns()
+            writer.write(request)
+            headers = await reader.readuntil(b"\r\n\r\n")
+            status = int(headers.split(b" ", 2)[1])
+            lower = headers.lower()
+            m = re.search(rb"content-length:\s*(\d+)", lower)
+            if m:
+                payload = await reader.readexactly(int(m.group(1)))
+            elif b"transfer-encoding: chunked" in lower:
+                chunks = []
+                while True:
+                    size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+                    chunk = await reader.readexactly(size + 2)
+                    if size == 0:
+                        break
+                    chunks.append(chunk[:-2])
+                payload = b"".join(chunks)
+            else:
+                raise RuntimeError("response without length")
+            lat.append(time.perf_counter_ns() - t0)
+            if status != 200:
+                stats["non200"] += 1
+            elif (
+                EXPECT.encode() not in payload
+                or b'"isError":true' in payload
+                or b'"error":' in payload
+            ):
+                stats["bad"] += 1
+            else:
+                stats["good"] += 1
+    except (OSError, asyncio.IncompleteReadError, ValueError):
+        stats["errors"] += 1
+    finally:
+        writer.close()
+
+
+async def _loadgen(port: int, clients: int, duration: float) -> None:
+    lat: list[int] = []
+    stats = {"non200": 0, "bad": 0, "good": 0, "errors": 0}
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + duration
+    await asyncio.gather(*(_lg_client(port, deadline, lat, stats) for _ in range(clients)))
+    wall = time.perf_counter() - t0
+    res = {
+        "requests": len(lat),
+        "duration_us": int(wall * 1e6),
+        **stats,
+        "p50_us": c.percentile(lat, 50) / 1000,
+        "p95_us": c.percentile(lat, 95) / 1000,
+        "p99_us": c.percentile(lat, 99) / 1000,
+        "mean_us": sum(lat) / max(1, len(lat)) / 1000,
+    }
+    print("LOADJSON " + json.dumps(res), flush=True)
+
+
+# --- tools/list size -------------------------------------------------------------------------------
+
+
+def compact(obj: Any) -> int:
+    return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def listing(target: c.Target, tools: int) -> tuple[dict[str, Any], int, list[dict[str, Any]], int]:
+    with c.spawn_stdio(target, tools, f"listsize-{tools}") as p:
+        init = p.handshake()
+        init_bytes = compact(init)
+        resp, list_bytes = p.request(TOOLS_LIST)
+    return init, init_bytes, resp["result"]["tools"], list_bytes
+
+
+def bench_listsize(args: argparse.Namespace) -> bool:
+    load = c.loadavg()
+    log("tools/list size")
+    rows, breakdown, samples = [], {}, {}
+    extra_tools: dict[str, str] = {}
+    init_rows = []
+    for n in args.sizes:
+        for target in c.TARGETS:
+            init, init_bytes, tools, list_bytes = listing(target, n)
+            echo = [t for t in tools if t["name"].startswith("echo_")]
+            if len(echo) != n:
+                raise AssertionError(f"{target.label}: listed {len(echo)} echo tools, expected {n}")
+            per_tool = sum(compact(t) for t in echo) / n
+            others = [t for t in tools if not t["name"].startswith("echo_")]
+            for t in others:
+                extra_tools[t["name"]] = f"{compact(t)} bytes"
+            rows.append(
+                f"| {n} | {target.label} | {len(tools)} | {list_bytes} | {per_tool:.0f} | "
+                f"{(list_bytes - sum(compact(t) for t in others)) / n:.0f} |"
+            )
+            if n == args.sizes[0]:
+                breakdown[target.kind] = {k: compact(v) for k, v in echo[0].items()}
+                samples[target.kind] = json.dumps(
+                    echo[0], separators=(",", ":"), ensure_ascii=False
+                )
+                instr = init["result"].get("instructions") or ""
+                init_rows.append(f"| {target.label} | {init_bytes} | {len(instr.encode())} |")
+    keys = sorted(set(breakdown["bare"]) | set(breakdown["gateway"]))
+    field_rows = "\n".join(
+        f"| `{k}` | {breakdown['bare'].get(k, '—')} | {breakdown['gateway'].get(k, '—')} |"
+        for k in keys
+    )
+    ratio_per_tool = c.ratio(sum(breakdown["gateway"].values()), sum(breakdown["bare"].values()))
+    body = (
+        "## `tools/list` size\n\n"
+        + c.facts_line(rerun("listsize", sizes=" ".join(map(str, args.sizes))), load)
+        + "- Method: the raw `tools/list` response line over stdio (bytes on the wire, as the SDK "
+        "serializes it), and each tool re-serialized as compact UTF-8 JSON. Both servers publish the "
+        "same description (`Return y = x + 1.`) and the same parameter description, so the "
+        "difference is what each adds around them. The gateway also lists its built-in "
+        f"`gateway_status` ({', '.join(f'`{k}` {v}' for k, v in extra_tools.items())}).\n\n"
+        "| N | server | tools listed | response bytes | bytes per echo tool | wire bytes per echo tool (response minus extra tools, ÷ N) |\n"
+        "|---|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + f"\n\nPer-field bytes of `echo_0` (compact JSON of each value; gateway/bare per tool = "
+        f"{ratio_per_tool:.2f} x):\n\n| field | bare | gateway |\n|---|---|---|\n"
+        + field_rows
+        + "\n\n`initialize` response (once per session; the gateway sends `instructions`):\n\n"
+        "| server | bytes | of which instructions |\n|---|---|---|\n"
+        + "\n".join(init_rows)
+        + "\n\n<details><summary><code>echo_0</code> as each server lists it</summary>\n\n"
+        f"bare:\n\n```json\n{samples['bare']}\n```\n\ngateway:\n\n```json\n{samples['gateway']}\n```\n\n"
+        "</details>\n"
+    )
+    c.write_section("listsize", body)
+    log(body)
+    return True
+
+
+# --- main ----------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_text)
+        sp.add_argument("--tools", type=int, default=10, help="N trivial tools (default 10)")
+        return sp
+
+    cold = add("cold", "cold start to the first tools/list response")
+    cold.add_argument("--runs", type=int, default=10)
+    imp = add("imports", "python -X importtime: what the gateway imports beyond the bare server")
+    imp.add_argument("--runs", type=int, default=5)
+    lat = add("latency", "per-call latency over stdio")
+    lat.add_argument("--calls", type=int, default=1000)
+    lat.add_argument("--warmup", type=int, default=50)
+    lat.add_argument(
+        "--no-sdk", dest="sdk", action="store_false", help="skip the SDK-client figures"
+    )
+    http = add("http", "stateless Streamable HTTP throughput")
+    http.add_argument("--clients", type=int, default=20)
+    http.add_argument("--duration", type=int, default=10)
+    http.add_argument("--rounds", type=int, default=3)
+    http.add_argument(
+        "--python-loadgen", action="store_true", help="use the asyncio client even if wrk exists"
+    )
+    size = sub.add_parser("listsize", help="tools/list bytes per tool")
+    size.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
+    sub.add_parser("all", help="everything above with the defaults; rewrites bench/results/core.md")
+    lg = sub.add_parser("_loadgen", help=argparse.SUPPRESS)
+    lg.add_argument("--port", type=int, required=True)
+    lg.add_argument("--clients", type=int, default=20)
+    lg.add_argument("--duration", type=float, default=10)
+    args = p.parse_args(argv)
+
+    if args.command == "_loadgen":
+        asyncio.run(_loadgen(args.port, args.clients, args.duration))
+        return 0
+    c.write_plugin()
+    steps = {
+        "listsize": bench_listsize,
+        "cold": bench_cold,
+        "imports": bench_imports,
+        "latency": bench_latency,
+        "http": bench_http,
+    }
+    if args.command != "all":
+        return 0 if steps[args.command](args) else 1
+    started = time.monotonic()
+    ok = True
+    for name, fn in steps.items():
+        ok &= fn(p.parse_args([name]))
+    log(f"all done in {time.monotonic() - started:.0f} s; results in bench/results/core.md")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
