@@ -122,6 +122,8 @@ def _source_id(value: Any) -> str | None:
 def captured_at(date_posted: Any, *, now: str) -> str:
     """``date_posted`` as ISO-8601 UTC text when it is a valid date, else ``now``."""
     parsed: datetime | None = None
+    if type(date_posted).__name__ in _NULL_TYPE_NAMES:
+        return now
     if isinstance(date_posted, datetime):
         parsed = date_posted
     elif isinstance(date_posted, date):
@@ -134,7 +136,10 @@ def captured_at(date_posted: Any, *, now: str) -> str:
             parsed = None
     if parsed is None or parsed.year < 1970:
         return now
-    return iso_utc(parsed)
+    try:
+        return iso_utc(parsed)
+    except (ValueError, OverflowError):  # e.g. year 9999 pushed past the range by its offset
+        return now
 
 
 def normalize(raw: Mapping[str, Any], *, now: str) -> NewJob:
