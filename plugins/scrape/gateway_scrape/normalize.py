@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
 
 from gateway_queue.store import NewJob
 
@@ -23,7 +23,13 @@ from gateway_queue.store import NewJob
 _LINKEDIN_VIEW = re.compile(r"/jobs/view/(\d+)(?=[/?#]|$)")
 _LINKEDIN_CURRENT = re.compile(r"[?&]currentJobId=(\d+)(?=[&#]|$)")
 
+# The host of an absolute URL (scheme://[userinfo@]host[:port]/...); urlsplit is 4x slower.
+_URL_HOST = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://(?:[^/?#@]*@)?([^/?#:\[\]]+)")
+
 _NULL_TYPE_NAMES = frozenset({"NaTType", "NAType"})
+
+# One encoder for every payload: json.dumps would build a new one per record.
+_PAYLOAD = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def iso_utc(moment: datetime) -> str:
@@ -103,10 +109,8 @@ def linkedin_job_id(url: str | None) -> str | None:
     """The numeric LinkedIn posting id in ``url``, or ``None`` when it is not a LinkedIn URL."""
     if not url:
         return None
-    try:
-        host = (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return None
+    found = _URL_HOST.match(url)
+    host = found.group(1).lower() if found else ""
     if host != "linkedin.com" and not host.endswith(".linkedin.com"):
         return None
     match = _LINKEDIN_VIEW.search(url) or _LINKEDIN_CURRENT.search(url)
@@ -128,18 +132,27 @@ def captured_at(date_posted: Any, *, now: str) -> str:
         parsed = date_posted
     elif isinstance(date_posted, date):
         parsed = datetime.combine(date_posted, time.min)
-    elif isinstance(date_posted, str) and date_posted.strip():
-        text = date_posted.strip()
-        try:
-            parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-        except ValueError:
-            parsed = None
+    elif isinstance(date_posted, str):
+        return _captured_at_text(date_posted) or now
     if parsed is None or parsed.year < 1970:
         return now
     try:
         return iso_utc(parsed)
     except (ValueError, OverflowError):  # e.g. year 9999 pushed past the range by its offset
         return now
+
+
+@lru_cache(maxsize=4096)
+def _captured_at_text(value: str) -> str | None:
+    # Postings of one scrape share a handful of dates: parse each text once.
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    return captured_at(parsed, now="") or None
 
 
 def normalize(raw: Mapping[str, Any], *, now: str) -> NewJob:
@@ -159,7 +172,7 @@ def normalize(raw: Mapping[str, Any], *, now: str) -> NewJob:
         source=_text(raw.get("site")),
         job_id=linkedin_job_id(url) or _source_id(raw.get("id")),
         captured_at=captured_at(raw.get("date_posted"), now=now),
-        payload_json=json.dumps(raw, ensure_ascii=False, allow_nan=False, separators=(",", ":")),
+        payload_json=_PAYLOAD.encode(raw),
     )
 
 

@@ -27,9 +27,14 @@ from .normalize import clean, iso_utc, jsonable_record, utc_now_iso
 from .preflight import preflight
 from .sources import JobSource, JobSpySource, SourceError
 
-#: Terms still running this long before the tool's time limit are stopped and reported failed,
-#: so the caller gets the results of the others instead of a bare TIMEOUT.
+#: Terms still running this long before the tool's time limit (at most a quarter of it) are
+#: stopped and reported failed, so the caller gets the others' results instead of a TIMEOUT.
 DEADLINE_MARGIN_S = 15.0
+
+
+def time_budget(time_limit: float) -> float:
+    """Seconds the terms may use out of the tool's ``time_limit``."""
+    return time_limit - min(DEADLINE_MARGIN_S, time_limit / 4)
 
 Sanitize = Callable[[str], str]
 
@@ -121,7 +126,7 @@ class Run:
         started = datetime.now(timezone.utc)
         clock = time.perf_counter()
         run_id = new_run_id(started)
-        deadline = anyio.current_time() + max(self.time_limit - DEADLINE_MARGIN_S, 1.0)
+        deadline = anyio.current_time() + time_budget(self.time_limit)
         if not args.dry_run:
             try:
                 await ctx.run_sync(bootstrap_db, self.db_path)
