@@ -1,0 +1,512 @@
+"""Gitea's REST API v1 as the tools use it: one shared keep-alive client, every failure mapped.
+
+Imported only when resources open (httpx stays out of the gateway's cold start). Every
+request goes through :meth:`GiteaClient._send`, which bounds concurrency and turns transport
+failures into structured errors; :meth:`GiteaClient._check` does the same for status codes.
+The contract and its quirks are in ``reference/gitea/README.md`` of the design documents.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import anyio
+import httpx
+
+from gateway import ErrorCode, GatewayError
+
+from .models import Settings
+
+UNAVAILABLE = "Gitea is not available — git history tools require a running Gitea instance"
+GITEA_MAX_PAGE = 50  # [api] MAX_RESPONSE_ITEMS default; larger limits are clipped silently
+TREE_MAX_PAGE = 1000  # [api] DEFAULT_GIT_TREES_PER_PAGE
+
+T = TypeVar("T")
+
+
+class EmptyRepository(Exception):
+    """The job's repository exists but has no commits yet (Gitea answers 409)."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    tree: str
+    message: str
+    author_name: str
+    author_email: str
+    author_date: str
+    committer_date: str
+    parents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a git tree; ``mode`` as git writes it in tree objects (``40000``)."""
+
+    name: str
+    mode: str
+    type: str  # blob | tree | commit
+    sha: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str
+    id: str
+    commit: str
+    created: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RawFile:
+    data: bytes
+    size: int  # the whole file, even when only a prefix was read
+    complete: bool
+    content_type: str
+    object_type: str  # file | symlink
+
+
+def _shape_error(what: str) -> GatewayError:
+    return GatewayError(
+        ErrorCode.BACKEND_ERROR,
+        f"Gitea answered {what} in an unexpected shape; is GITEA_URL a Gitea server "
+        "(version 1.20 or later)?",
+    )
+
+
+def _parse(what: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        raise _shape_error(what) from None
+
+
+def parse_commit(item: Any) -> Commit:
+    c = item["commit"]
+    return Commit(
+        sha=str(item["sha"]),
+        tree=str(c["tree"]["sha"]),
+        message=str(c.get("message") or ""),
+        author_name=str(c["author"]["name"]),
+        author_email=str(c["author"]["email"]),
+        author_date=str(c["author"]["date"]),
+        committer_date=str(c["committer"]["date"]),
+        parents=tuple(str(p["sha"]) for p in item.get("parents") or []),
+    )
+
+
+def parse_tree_entry(item: Any) -> TreeEntry:
+    kind = str(item["type"])
+    if kind not in ("blob", "tree", "commit"):
+        raise ValueError(kind)
+    mode = format(int(str(item["mode"]), 8), "o")  # Gitea sends %06o: 040000 -> 40000
+    sha = str(item["sha"])
+    bytes.fromhex(sha)
+    return TreeEntry(str(item["path"]), mode, kind, sha.lower(), int(item.get("size") or 0))
+
+
+def parse_tag(item: Any) -> Tag:
+    return Tag(
+        name=str(item["name"]),
+        id=str(item.get("id") or item["commit"]["sha"]),
+        commit=str(item["commit"]["sha"]),
+        created=str(item["commit"]["created"]),
+        message=str(item.get("message") or ""),
+    )
+
+
+def _total(headers: httpx.Headers) -> int | None:
+    for name in ("X-Total-Count", "X-Total"):
+        value = headers.get(name)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+_CONTENT_RANGE = re.compile(r"bytes\s+(?:\d+-\d+|\*)/(\d+)")
+
+
+class GiteaClient:
+    """One per plugin; opened in ``open_resources``, closed in ``close_resources``."""
+
+    def __init__(self, settings: Settings) -> None:
+        assert settings.url is not None
+        headers = {"Accept": "application/json", "User-Agent": "mcp-gateway-gitea"}
+        auth: httpx.Auth | None = None
+        if settings.token is not None:
+            headers["Authorization"] = f"token {settings.token.get_secret_value()}"
+        elif settings.user:
+            secret = settings.password.get_secret_value() if settings.password else ""
+            auth = httpx.BasicAuth(settings.user, secret)
+        self.settings = settings
+        self.timeout = settings.request_timeout
+        self.http = httpx.AsyncClient(
+            base_url=f"{settings.url}/api/v1",
+            headers=headers,
+            auth=auth,
+            timeout=httpx.Timeout(settings.request_timeout),
+            limits=httpx.Limits(
+                max_connections=settings.max_concurrency,
+                max_keepalive_connections=settings.max_concurrency,
+            ),
+            follow_redirects=True,  # a renamed repository answers 301
+            verify=settings.verify_tls,
+        )
+        self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
+        self.page_cap = GITEA_MAX_PAGE
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def full_name(self, job_id: str) -> str:
+        return f"{self.settings.owner}/{self.settings.repo_name(job_id)}"
+
+    def _repo(self, job_id: str) -> str:
+        owner = quote(self.settings.owner, safe="")
+        return f"/repos/{owner}/{quote(self.settings.repo_name(job_id), safe='')}"
+
+    @asynccontextmanager
+    async def _send(self, what: str) -> AsyncIterator[None]:
+        """Hold a concurrency slot and map transport failures to structured errors."""
+        async with self.limiter:
+            try:
+                yield
+            except httpx.ConnectTimeout:
+                raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, UNAVAILABLE) from None
+            except httpx.TimeoutException:
+                raise GatewayError(
+                    ErrorCode.TIMEOUT,
+                    f"Gitea did not answer within {self.timeout:g} s while reading {what}; "
+                    "retry later, or ask for less (a smaller limit, a file_path)",
+                ) from None
+            except (httpx.ConnectError, httpx.NetworkError):
+                raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, UNAVAILABLE) from None
+            except httpx.HTTPError as exc:
+                raise GatewayError(
+                    ErrorCode.BACKEND_ERROR,
+                    f"Gitea sent a malformed response while reading {what} "
+                    f"({type(exc).__name__}); retry later",
+                ) from None
+
+    def _check(self, resp: httpx.Response, what: str, not_found: str | None = None) -> None:
+        status = resp.status_code
+        if status < 300:
+            return
+        if status == 401:
+            raise GatewayError(
+                ErrorCode.PERMISSION_DENIED,
+                "Gitea refused the credentials (HTTP 401): set a valid GITEA_TOKEN "
+                "(or GITEA_USER and GITEA_PASSWORD) for the gateway",
+            )
+        if status == 403:
+            raise GatewayError(
+                ErrorCode.PERMISSION_DENIED,
+                f"Gitea refused access to {what} (HTTP 403): the token needs the "
+                "read:repository scope, or the server requires sign-in — set GITEA_TOKEN",
+            )
+        if status == 404:
+            raise GatewayError(ErrorCode.NOT_FOUND, not_found or f"Gitea found nothing for {what}")
+        if status == 409:
+            raise EmptyRepository()
+        if status == 429:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR, "Gitea is limiting requests (HTTP 429); retry in a minute"
+            )
+        if status >= 500:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"Gitea failed with HTTP {status} while reading {what}; retry later, or check "
+                "the Gitea server's log",
+            )
+        raise GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"Gitea rejected the request for {what} (HTTP {status})",
+            retryable=False,
+        )
+
+    async def _get_json(
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        what: str,
+        not_found: str | None = None,
+    ) -> tuple[Any, httpx.Headers]:
+        async with self._send(what):
+            resp = await self.http.get(path, params=params)
+        self._check(resp, what, not_found)
+        try:
+            data = resp.json()
+        except ValueError:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"Gitea's answer for {what} is not JSON; is GITEA_URL the Gitea site root?",
+            ) from None
+        if data is None:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"Gitea sent an empty (null) answer for {what}; retry later, or check the "
+                "Gitea server (or a proxy in front of it)",
+            )
+        return data, resp.headers
+
+    async def _list_page(
+        self, path: str, params: dict[str, str | int], page: int, size: int, what: str
+    ) -> tuple[list[Any], int | None]:
+        data, headers = await self._get_json(path, {**params, "page": page, "limit": size}, what)
+        if not isinstance(data, list):
+            raise _shape_error(what)
+        return data, _total(headers)
+
+    async def _window(
+        self, path: str, params: dict[str, str | int], offset: int, count: int, what: str
+    ) -> tuple[list[Any], int]:
+        """Items ``[offset, offset + count)`` of a paginated list, and the list's total.
+
+        Gitea clips ``limit`` to its MAX_RESPONSE_ITEMS (50 unless configured otherwise), so the
+        window is read as aligned pages of the largest size the server honours.
+        """
+        while True:
+            size = min(count, self.page_cap)
+            first = offset // size + 1
+            last = (offset + count - 1) // size + 1
+            pages = await gather(
+                [
+                    (lambda p=p, n=size: self._list_page(path, params, p, n, what))
+                    for p in range(first, last + 1)
+                ]
+            )
+            items: list[Any] = []
+            total: int | None = None
+            clipped = False
+            for number, (got, page_total) in zip(range(first, last + 1), pages, strict=True):
+                total = page_total if page_total is not None else total
+                page_end = (number - 1) * size + len(got)
+                if len(got) < size and page_total is not None and page_end < page_total:
+                    clipped = True
+                    self.page_cap = max(1, len(got))
+                items.extend(got)
+            if clipped:
+                continue
+            start = offset - (first - 1) * size
+            window = items[start : start + count]
+            return window, total if total is not None else offset + len(window)
+
+    async def _all(self, path: str, params: dict[str, str | int], what: str) -> list[Any]:
+        first, total = await self._window(path, params, 0, self.page_cap, what)
+        if total is None or total <= len(first):
+            return first
+        rest, _ = await self._window(path, params, len(first), total - len(first), what)
+        return first + rest
+
+    # --- endpoints ---------------------------------------------------------------------------
+
+    async def version(self) -> str:
+        data, _ = await self._get_json("/version", None, "the server version")
+        return _parse("the server version", lambda: str(data["version"]))
+
+    async def repository(self, job_id: str) -> dict[str, Any]:
+        name = self.full_name(job_id)
+        data, _ = await self._get_json(
+            self._repo(job_id),
+            None,
+            f"repository {name}",
+            not_found=(
+                f"no Gitea repository {name} for job {job_id}: check the job id, or the job has "
+                "not delivered its work to Gitea yet"
+            ),
+        )
+        if not isinstance(data, dict):
+            raise _shape_error(f"repository {name}")
+        return data
+
+    async def resolve(self, job_id: str, ref: str) -> Commit:
+        """The commit ``ref`` names (branch, tag, short or full SHA, ``HEAD``), resolved once."""
+        name = self.full_name(job_id)
+        rev = ref
+        if ref == "HEAD":
+            info = await self.repository(job_id)
+            if info.get("empty"):
+                raise EmptyRepository()
+            rev = _parse(f"repository {name}", lambda: str(info["default_branch"]))
+        what = f"ref {ref!r} of {name}"
+        try:
+            data, _ = await self._get_json(
+                f"{self._repo(job_id)}/commits",
+                {
+                    "sha": rev,
+                    "limit": 1,
+                    "stat": "false",
+                    "verification": "false",
+                    "files": "false",
+                },
+                what,
+            )
+        except GatewayError as err:
+            if err.code is not ErrorCode.NOT_FOUND:
+                raise
+            if ref != "HEAD":
+                await self.repository(job_id)  # a missing repository is the better message
+            raise GatewayError(
+                ErrorCode.NOT_FOUND,
+                f"ref {ref!r} not found in {name}: no branch, tag or commit of that name; "
+                "list_job_tags shows the tags, list_job_commits the commits, HEAD is the "
+                "default branch",
+            ) from None
+        if not isinstance(data, list) or not data:
+            raise GatewayError(ErrorCode.NOT_FOUND, f"ref {ref!r} names no commit in {name}")
+        return _parse(what, lambda: parse_commit(data[0]))
+
+    async def commits(
+        self, job_id: str, sha: str, not_sha: str | None, offset: int, count: int
+    ) -> tuple[list[Commit], int]:
+        params: dict[str, str | int] = {
+            "sha": sha,
+            "stat": "false",
+            "verification": "false",
+            "files": "false",
+        }
+        if not_sha:
+            params["not"] = not_sha
+        what = f"the commits of {self.full_name(job_id)}"
+        items, total = await self._window(
+            f"{self._repo(job_id)}/commits", params, offset, count, what
+        )
+        return _parse(what, lambda: [parse_commit(i) for i in items]), total
+
+    async def tree(self, job_id: str, sha: str) -> list[TreeEntry]:
+        """All entries of one tree (not recursive), every page."""
+        path = f"{self._repo(job_id)}/git/trees/{sha}"
+        what = f"tree {sha[:12]} of {self.full_name(job_id)}"
+
+        async def page(number: int) -> tuple[list[TreeEntry], int, bool]:
+            data, _ = await self._get_json(path, {"page": number, "per_page": TREE_MAX_PAGE}, what)
+            return _parse(
+                what,
+                lambda: (
+                    [parse_tree_entry(e) for e in data.get("tree") or []],
+                    int(data.get("total_count") or 0),
+                    bool(data.get("truncated")),
+                ),
+            )
+
+        entries, total, truncated = await page(1)
+        if not truncated or len(entries) >= total or not entries:
+            return entries
+        per_page = len(entries)
+        more = (total + per_page - 1) // per_page
+        rest = await gather([(lambda n=n: page(n)) for n in range(2, more + 1)])
+        for got, _, _ in rest:
+            entries.extend(got)
+        return entries
+
+    async def raw(
+        self, job_id: str, path: str, commit: str, *, limit: int, use_range: bool
+    ) -> RawFile:
+        """The bytes of ``path`` at the full SHA ``commit`` (never a ref: ``/raw`` silently
+        falls back to the default branch for refs it does not know). Reads at most ``limit``
+        bytes; ``use_range`` asks the server for only those."""
+        name = self.full_name(job_id)
+        what = f"file {path!r} at {commit[:12]} of {name}"
+        url = f"{self._repo(job_id)}/raw/{quote(path, safe='/')}"
+        headers = {"Accept": "*/*"}
+        if use_range:
+            headers["Range"] = f"bytes=0-{limit - 1}"
+        async with (
+            self._send(what),
+            self.http.stream("GET", url, params={"ref": commit}, headers=headers) as resp,
+        ):
+            if resp.status_code == 416:  # an empty file has no byte 0
+                match = _CONTENT_RANGE.search(resp.headers.get("Content-Range", ""))
+                if match and int(match.group(1)) == 0:
+                    return RawFile(b"", 0, True, resp.headers.get("Content-Type", ""), "file")
+            if resp.status_code == 404:
+                body = (await resp.aread())[:2048]
+                if b"getBlobForEntry" in body:
+                    raise GatewayError(
+                        ErrorCode.NOT_FOUND,
+                        f"{path!r} is a directory (or submodule) at {commit[:12]} in {name}, "
+                        "not a file; list it with list_job_files",
+                    )
+            self._check(
+                resp,
+                what,
+                not_found=(
+                    f"no file {path!r} at {commit[:12]} in {name}; list_job_files shows "
+                    "what exists at that ref"
+                ),
+            )
+            chunks: list[bytes] = []
+            got = 0
+            complete = True
+            async for chunk in resp.aiter_bytes():
+                chunks.append(chunk)
+                got += len(chunk)
+                if got > limit:
+                    complete = False
+                    break
+            data = b"".join(chunks)
+            size = len(data)
+            match = _CONTENT_RANGE.search(resp.headers.get("Content-Range", ""))
+            if match:
+                size = int(match.group(1))
+            elif not complete and resp.headers.get("Content-Length", "").isdigit():
+                size = int(resp.headers["Content-Length"])
+            if len(data) > limit:
+                data = data[:limit]
+            complete = complete and size <= len(data)
+            kind = resp.headers.get("X-Gitea-Object-Type", "file") or "file"
+            return RawFile(data, size, complete, resp.headers.get("Content-Type", ""), kind)
+
+    async def tags(self, job_id: str) -> list[Tag]:
+        """Every tag, in Gitea's order (newest first); an empty repository has none."""
+        what = f"the tags of {self.full_name(job_id)}"
+        try:
+            items = await self._all(f"{self._repo(job_id)}/tags", {}, what)
+        except GatewayError as err:
+            if err.code is ErrorCode.NOT_FOUND:
+                await self.repository(job_id)  # raises the repository's own message
+            raise
+        return _parse(what, lambda: [parse_tag(i) for i in items])
+
+
+async def gather(calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run ``calls`` concurrently (the client's limiter bounds the requests) and return their
+    results in order. The first deliberate error wins over an exception group, so the core
+    sees a ``GatewayError`` and not an ``INTERNAL_ERROR``."""
+    results: list[Any] = [None] * len(calls)
+    if len(calls) == 1:
+        return [await calls[0]()]
+
+    async def run(i: int, call: Callable[[], Awaitable[T]]) -> None:
+        results[i] = await call()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, call in enumerate(calls):
+                tg.start_soon(run, i, call)
+    except BaseExceptionGroup as group:
+        leaves = list(_leaves(group))
+        chosen = next((e for e in leaves if isinstance(e, GatewayError)), None)
+        chosen = chosen or next((e for e in leaves if isinstance(e, EmptyRepository)), None)
+        chosen = chosen or next((e for e in leaves if isinstance(e, Exception)), None)
+        if chosen is None:
+            raise
+        raise chosen from None
+    return results
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out

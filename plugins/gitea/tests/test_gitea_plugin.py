@@ -1,0 +1,111 @@
+"""The plugin as a whole: conformance, configuration, health, the MCP surface, cold start."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from gitea_site import TOKEN, Site
+
+from gateway.testing import assert_plugin_conforms, gateway_client
+
+TOOLS = {"list_job_commits", "get_job_diff", "get_job_file", "list_job_files", "list_job_tags"}
+NOT_CONFIGURED = (
+    "Gitea is not configured — set GITEA_URL (and GITEA_TOKEN) to enable git history tools"
+)
+
+
+def test_gitea_plugin_conforms_when_configured(tmp_path, site: Site):
+    assert_plugin_conforms("gitea", plugin_config=site.config(), env={}, cwd=tmp_path)
+
+
+def test_gitea_plugin_conforms_when_unconfigured(tmp_path):
+    assert_plugin_conforms("gitea", env={}, cwd=tmp_path)
+
+
+def test_importing_the_plugin_does_not_import_httpx():
+    code = (
+        "import sys, gateway_gitea.plugin; "
+        "print('httpx' in sys.modules, 'gateway_gitea.client' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.anyio
+async def test_unconfigured_every_tool_is_backend_unavailable_with_the_setting_to_set(
+    gateway_factory,
+):
+    gw = gateway_factory(plugins=["gitea"], env={})
+    job = "3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e"
+    calls = {
+        "list_job_commits": {"job_id": job},
+        "get_job_diff": {"job_id": job, "base": "job-frozen"},
+        "get_job_file": {"job_id": job, "file_path": "workspace.md"},
+        "list_job_files": {"job_id": job},
+        "list_job_tags": {"job_id": job},
+    }
+    async with gw:
+        for name, args in calls.items():
+            result = await gw.call(name, args)
+            assert result.code == "BACKEND_UNAVAILABLE", name
+            assert result.payload["error"]["message"] == NOT_CONFIGURED
+        health = await gw.health.run(plugin="gitea", use_cache=False)
+    assert [(h.status, h.detail) for h in health] == [("unconfigured", NOT_CONFIGURED)]
+
+
+@pytest.mark.anyio
+async def test_env_variables_configure_the_plugin(gateway_factory, site: Site):
+    gw = gateway_factory(
+        plugins=["gitea"], env={"GITEA_URL": site.gitea.url + "/api/v1/", "GITEA_TOKEN": TOKEN}
+    )
+    async with gw:
+        result = await gw.call("list_job_tags", {"job_id": site.job})
+        health = await gw.health.run(plugin="gitea", use_cache=False)
+    assert not result.is_error, result.payload
+    assert health[0].status == "ok"
+    assert health[0].detail == "Gitea 1.25.4, credentials accepted"
+
+
+@pytest.mark.parametrize(
+    ("table", "field"),
+    [
+        ({"url": "ftp://gitea.example"}, "url"),
+        ({"url": "http://x", "repo_template": "job"}, "repo_template"),
+        ({"url": "http://x", "repo_template": "job/{job_id}"}, "repo_template"),
+        ({"url": "http://x", "owner": "../etc"}, "owner"),
+        ({"url": "http://x", "max_concurrency": 0}, "max_concurrency"),
+        ({"url": "http://x", "diff_engine": "svn"}, "diff_engine"),
+    ],
+)
+def test_invalid_settings_skip_the_plugin_naming_the_setting(gateway_factory, table, field):
+    gw = gateway_factory(plugins=["gitea"], plugin_config={"gitea": table}, env={})
+    record = gw.plugin("gitea")
+    assert record is not None and record.state.value == "failed"
+    assert field in (record.reason or "")
+
+
+@pytest.mark.anyio
+async def test_mcp_client_sees_five_read_only_open_world_tools_and_structured_results(
+    gitea_gateway, site: Site
+):
+    gw = gitea_gateway()
+    async with gw, gateway_client(gw) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(listed) >= TOOLS
+        for name in TOOLS:
+            ann = listed[name].annotations
+            assert ann.read_only_hint is True and ann.open_world_hint is True, name
+            assert listed[name].output_schema is not None
+        ok = await client.call_tool("list_job_tags", {"job_id": site.job})
+        assert not ok.is_error
+        assert [t["name"] for t in ok.structured_content["tags"]][:1] == ["phase_1_start"]
+        # Error results pass the strict client's output-schema check too.
+        bad = await client.call_tool("get_job_file", {"job_id": site.job, "file_path": "nope.md"})
+        assert bad.is_error
+        assert bad.structured_content["error"]["code"] == "NOT_FOUND"
+        invalid = await client.call_tool("get_job_diff", {"job_id": "x", "base": "main"})
+        assert invalid.is_error
+        assert invalid.structured_content["error"]["code"] == "VALIDATION_ERROR"
+    assert listed["get_job_diff"].meta == {"anthropic/maxResultSizeChars": 500000}
