@@ -372,3 +372,29 @@ async def test_official_client_sees_the_page_as_structured_content_and_text(gate
     assert json.loads(result.content[0].text) == result.structured_content
     assert bad.is_error and bad.structured_content["error"]["code"] == "VALIDATION_ERROR"
     assert missing.is_error and missing.structured_content["error"]["code"] == "DB_NOT_FOUND"
+
+
+def test_compact_output_schema_accepts_and_rejects_exactly_what_the_model_schema_does():
+    from gateway_queue.plugin import ReadResult
+    from jsonschema import Draft202012Validator
+    from pydantic import BaseModel
+
+    compact = Draft202012Validator(ReadResult.model_json_schema())
+    original = Draft202012Validator(BaseModel.model_json_schema.__func__(ReadResult))
+    job = {f: "x" for f in store.JOB_FIELDS} | {"id": 1}
+    docs = [
+        {"jobs": [job], "count": 1, "has_more": True, "next_cursor": "abc"},
+        {"jobs": [job | {"title": None}], "count": 1, "has_more": False, "next_cursor": None},
+        {"jobs": [], "count": 0, "has_more": False, "next_cursor": None},
+        {"jobs": [job | {"title": 5}], "count": 1, "has_more": False, "next_cursor": None},
+        {"jobs": [job | {"id": "1"}], "count": 1, "has_more": False, "next_cursor": None},
+        {"jobs": [{"id": 1}], "count": 1, "has_more": False, "next_cursor": None},
+        {"jobs": job, "count": 1, "has_more": False, "next_cursor": None},
+        {"jobs": [], "count": 0, "has_more": False, "next_cursor": 3},
+        {"jobs": [], "count": 0, "has_more": "no", "next_cursor": None},
+        {"jobs": [], "count": 0, "has_more": False},
+    ]
+    verdicts = [(compact.is_valid(d), original.is_valid(d)) for d in docs]
+    assert all(a == b for a, b in verdicts), verdicts
+    assert [a for a, _ in verdicts] == [True, True, True] + [False] * 7
+    assert "$ref" not in json.dumps(compact.schema) and "anyOf" not in json.dumps(compact.schema)
