@@ -68,3 +68,8 @@ def test_an_invalid_setting_skips_the_plugin_with_the_reason(gateway_factory):
     gw = gateway_factory(plugins=["scrape"], plugin_config={"scrape": {"timeout_seconds": 0}})
     record = gw.plugin("scrape")
     assert record.state.value == "failed" and "timeout_seconds" in record.reason
+
+
+def test_the_time_limit_can_come_from_the_environment(gateway_factory):
+    gw = gateway_factory(plugins=["scrape"], env={"MCP_GATEWAY_SCRAPE_TIMEOUT": "45"})
+    assert next(t for t in gw.registry.all() if t.name == "scrape_jobs").spec.timeout == 45

@@ -339,6 +339,25 @@ async def test_a_file_that_is_not_a_database_is_db_error(scrape_gateway, recorde
 
 
 @pytest.mark.anyio
+async def test_a_jobs_table_without_the_expected_columns_is_db_error_and_left_alone(
+    scrape_gateway, recorded, tmp_path
+):
+    (tmp_path / "data").mkdir()
+    conn = sqlite3.connect(tmp_path / "data/jobs.db")
+    conn.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, url TEXT)")
+    conn.commit()
+    conn.close()
+    before = (tmp_path / "data/jobs.db").read_bytes()
+    gw = scrape_gateway(recorded)
+    async with gw:
+        res = await gw.call("scrape_jobs", {**OFFLINE, "db_path": "data/jobs.db"})
+    assert res.code == "DB_ERROR"
+    assert "expected columns" in res.payload["error"]["message"]
+    assert (tmp_path / "data/jobs.db").read_bytes() == before
+    assert recorded.calls == []
+
+
+@pytest.mark.anyio
 async def test_a_locked_database_during_an_insert_is_a_retryable_db_error_and_writes_nothing(
     scrape_gateway, recorded, tmp_path
 ):
