@@ -217,6 +217,7 @@ class StdioProc:
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
         self._buf = b""
+        self.cpu_seconds: float | None = None  # user + system, set by close()
 
     def send(self, msg: dict[str, Any]) -> None:
         data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
@@ -262,16 +263,27 @@ class StdioProc:
         return resp
 
     def close(self, timeout: float = 10.0) -> None:
+        """Close stdin (the server exits on EOF), reap it, keep its total CPU time."""
         with contextlib.suppress(OSError):
             self.proc.stdin.close()  # type: ignore[union-attr]
         try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+            deadline = time.monotonic() + timeout
+            while self.proc.returncode is None:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+                if pid:
+                    self.proc.returncode = os.waitstatus_to_exitcode(status)
+                    self.cpu_seconds = usage.ru_utime + usage.ru_stime
+                elif time.monotonic() > deadline:
+                    self.proc.kill()
+                    self.proc.wait(5)
+                else:
+                    time.sleep(0.005)
         finally:
             self.proc.stdout.close()  # type: ignore[union-attr]
             self._err.close()
+
+    def cpu_so_far(self) -> float:
+        return proc_cpu_seconds(self.proc.pid)
 
     def __enter__(self) -> StdioProc:
         return self
@@ -298,6 +310,13 @@ def check_echo(resp: dict[str, Any], x: int) -> None:
     text = result["content"][0]["text"]
     if json.loads(text) != {"y": x + 1}:
         raise AssertionError(f"text content does not match structuredContent: {text[:200]}")
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process, all its threads (from /proc; 10 ms ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 # --- HTTP servers ---------------------------------------------------------------------------
@@ -349,10 +368,7 @@ class HttpProc:
             self._log.close()
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the server process so far (from /proc)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
+        return proc_cpu_seconds(self.proc.pid)
 
 
 def start_http(target: Target, tools: int, probe_body: bytes, timeout: float = 30.0) -> HttpProc:
@@ -431,6 +447,14 @@ def loadavg() -> str:
         return "n/a"
 
 
+def busy(load: str) -> bool:
+    """Was the 1-min load average in ``load`` (as :func:`loadavg` writes it) ≥ nproc / 2?"""
+    try:
+        return float(load.split()[0]) >= nproc() / 2
+    except (ValueError, IndexError):
+        return False
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -458,6 +482,13 @@ def facts_line(command: str, load_before: str) -> str:
         f"mcp {package_version('mcp')}, mcp-gateway {package_version('mcp-gateway')}\n"
         f"- Load average (1/5/15 min) before the run: {load_before}\n"
         f"- Rerun: `{command}`\n"
+        + (
+            "- **Warning**: the machine was busy (1-min load average ≥ nproc / 2) before this "
+            "run; other processes competed for the CPU, so wall-clock ratios are unreliable. "
+            "Compare the CPU-time cross-check, or rerun when the machine is quieter.\n"
+            if busy(load_before)
+            else ""
+        )
     )
 
 
@@ -465,7 +496,7 @@ SECTION_ORDER = ("summary", "cold", "imports", "latency", "http", "listsize")
 TITLE = "# Gateway core benchmarks: gateway vs a bare low-level `mcp` server"
 INTRO = (
     "Written by `bench/core_bench.py` (every section can be rerun on its own; `all` runs them in "
-    "order, ~2 minutes). Both servers serve the same trivial read tools `echo_0..echo_{N-1}` (`{x: int}` → "
+    "order, ~3 minutes). Both servers serve the same trivial read tools `echo_0..echo_{N-1}` (`{x: int}` → "
     "`{y: x + 1}`). The gateway loads them from a generated plugin (`bench_trivial`, found as a real "
     "`mcp_gateway.plugins` entry point on `PYTHONPATH`, nothing installed) plus its built-in "
     "`gateway_status`; the baseline is `bench/core_bare_server.py`, a low-level `mcp.server.Server` "
