@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from gateway_queue import store
-
 from gateway_scrape.normalize import clean, jsonable_record
 from gateway_scrape.run import bootstrap_db, insert_term
 
@@ -83,8 +82,19 @@ def baseline_insert(path: Path, jobs: list[store.NewJob]) -> int:
         cur = conn.executemany(
             store._INSERT,
             [
-                (j.job_id, j.title, j.company, j.description, j.url, j.location, j.source, "new",
-                 j.captured_at, j.payload_json, NOW)
+                (
+                    j.job_id,
+                    j.title,
+                    j.company,
+                    j.description,
+                    j.url,
+                    j.location,
+                    j.source,
+                    "new",
+                    j.captured_at,
+                    j.payload_json,
+                    NOW,
+                )
                 for j in jobs
             ],
         )
@@ -174,7 +184,7 @@ def report(ingest: dict[str, Any], imports: dict[str, list[float]], argv: list[s
         "",
         f"Written by `bench/scrape_ingest.py`. Rerun: `{cmd}`",
         "",
-        f"- Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; nproc: {os.cpu_count()}; "
+        f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; nproc: {os.cpu_count()}; "
         f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}; {versions}",
         f"- Load average (1/5/15 min) at the end: {load} (shared machine: expect ±25% between runs)",
         "",
@@ -208,7 +218,9 @@ def report(ingest: dict[str, Any], imports: dict[str, list[float]], argv: list[s
         f"| baseline: raw executemany, duplicates | {ingest['base_again_s']:.3f} | {base_again_rate:,.0f} | 1.00 |",
         "",
         "Per-run seconds, in order: "
-        + "; ".join(f"{k}: " + " ".join(f"{v:.3f}" for v in vals) for k, vals in ingest["runs"].items())
+        + "; ".join(
+            f"{k}: " + " ".join(f"{v:.3f}" for v in vals) for k, vals in ingest["runs"].items()
+        )
         + ".",
         "",
         f"Database after the first pass: {ingest['db_mb']:.1f} MB (payload_json repeats the "

@@ -6,6 +6,7 @@ name), so a crash leaves either no file or a complete one, never half of one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -63,10 +64,8 @@ def write_json_atomic(path: Path, document: Any) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

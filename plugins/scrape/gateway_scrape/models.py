@@ -67,9 +67,9 @@ class ScrapeArgs(BaseModel):
         description=f"Search terms, scraped one after the other in this order (1-{MAX_TERMS}, "
         "no duplicates).",
     )
-    location: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] = Field(
-        "Ontario, Canada", description="Where the jobs are, as the boards understand it."
-    )
+    location: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)
+    ] = Field("Ontario, Canada", description="Where the jobs are, as the boards understand it.")
     sites: list[Site] = Field(
         ["linkedin"],
         min_length=1,
@@ -151,11 +151,13 @@ class TermResult(BaseModel):
     duplicate_count: int = 0
     skipped_no_url: int = 0
     skipped_no_description: int = 0
-    capture_path: str | None = Field(None, description="Capture file, relative to the data root.")
-    capture_error: str | None = Field(
-        None, description="Why the capture file was not written (does not fail the term)."
+    capture_path: str | None = Field(
+        default=None, description="Capture file, relative to the data root."
     )
-    error: str | None = Field(None, description="Why the term failed.")
+    capture_error: str | None = Field(
+        default=None, description="Why the capture file was not written (does not fail the term)."
+    )
+    error: str | None = Field(default=None, description="Why the term failed.")
     warnings: list[str] = Field(
         default_factory=list, description="Boards that failed or complained while others worked."
     )

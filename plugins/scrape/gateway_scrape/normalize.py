@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -36,13 +36,13 @@ def iso_utc(moment: datetime) -> str:
     """ISO-8601 UTC text, second precision, ``Z`` suffix: the jobs store's timestamp format
     (``2026-01-31T09:30:00Z``), so captured_at values sort as text."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def utc_now_iso() -> str:
     """The current UTC time, see :func:`iso_utc`."""
-    return iso_utc(datetime.now(timezone.utc))
+    return iso_utc(datetime.now(UTC))
 
 
 def to_jsonable(value: Any) -> Any:
@@ -79,7 +79,8 @@ def to_jsonable(value: Any) -> Any:
         return bytes(value).decode("utf-8", errors="replace")
     module = type(value).__module__.split(".")[0]
     if module in {"numpy", "pandas"}:
-        if hasattr(value, "tolist") and getattr(value, "ndim", 0):  # ndarray, Series values
+        ndim: int = getattr(value, "ndim", 0)
+        if ndim and hasattr(value, "tolist"):  # ndarray, Series values
             return to_jsonable(value.tolist())
         if hasattr(value, "isoformat"):  # pandas Timestamp / Timedelta-like
             return to_jsonable(value.isoformat())
@@ -185,9 +186,7 @@ class Cleaned:
     skipped_no_description: int = 0
 
 
-def clean(
-    records: Iterable[Mapping[str, Any]], *, require_description: bool, now: str
-) -> Cleaned:
+def clean(records: Iterable[Mapping[str, Any]], *, require_description: bool, now: str) -> Cleaned:
     """Normalize and filter: no URL → ``skipped_no_url``; with ``require_description``, no
     description → ``skipped_no_description``. Order is kept; duplicates are left to the store."""
     out = Cleaned()

@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ def time_budget(time_limit: float) -> float:
     """Seconds the terms may use out of the tool's ``time_limit``."""
     return time_limit - min(DEADLINE_MARGIN_S, time_limit / 4)
 
+
 Sanitize = Callable[[str], str]
 
 
@@ -50,9 +51,7 @@ class Fetched:
     warnings: list[str] = field(default_factory=list)
 
 
-def fetch_and_clean(
-    source: JobSource, args: ScrapeArgs, term: str, *, now: str
-) -> Fetched:
+def fetch_and_clean(source: JobSource, args: ScrapeArgs, term: str, *, now: str) -> Fetched:
     """Blocking: fetch one term, make every record JSON-safe, normalize and filter it.
 
     Source failures raise :class:`SourceError`; a source that returns something other than a
@@ -69,7 +68,10 @@ def fetch_and_clean(
     records = [jsonable_record(r) for r in raw]
     cleaned = clean(records, require_description=args.require_description, now=now)
     return Fetched(
-        records, cleaned.jobs, cleaned.skipped_no_url, cleaned.skipped_no_description,
+        records,
+        cleaned.jobs,
+        cleaned.skipped_no_url,
+        cleaned.skipped_no_description,
         [str(w) for w in warnings],
     )
 
@@ -123,7 +125,7 @@ class Run:
 
     async def execute(self) -> ScrapeResult:
         args, ctx = self.args, self.ctx
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         clock = time.perf_counter()
         run_id = new_run_id(started)
         deadline = anyio.current_time() + time_budget(self.time_limit)
@@ -147,9 +149,11 @@ class Run:
             else:
                 result = await self.run_term(index, term, run_id, remaining, committed=results)
             results.append(result)
-            await ctx.progress(index, total, f"term {index}/{total} {term!r}: {_summary(result, args.dry_run)}")
+            await ctx.progress(
+                index, total, f"term {index}/{total} {term!r}: {_summary(result, args.dry_run)}"
+            )
 
-        finished = datetime.now(timezone.utc)
+        finished = datetime.now(UTC)
         return ScrapeResult(
             run_id=run_id,
             started_at=iso_utc(started),
@@ -211,7 +215,9 @@ class Run:
             # call is being cancelled; the transaction makes it all or nothing anyway.
             with anyio.CancelScope(shield=True):
                 try:
-                    counts = await ctx.run_sync(insert_term, self.db_path, fetched.jobs, args.status)
+                    counts = await ctx.run_sync(
+                        insert_term, self.db_path, fetched.jobs, args.status
+                    )
                 except StoreError as exc:
                     done = [r.term for r in committed if r.success]
                     raise db_error(

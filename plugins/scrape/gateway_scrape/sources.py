@@ -77,7 +77,9 @@ class JobSpySource:
         results_wanted: int,
         hours_old: int,
     ) -> list[dict[str, Any]]:
-        records, _warnings = self.fetch_with_warnings(term, location, sites, results_wanted, hours_old)
+        records, _warnings = self.fetch_with_warnings(
+            term, location, sites, results_wanted, hours_old
+        )
         return records
 
     def fetch_with_warnings(

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gateway_scrape.sources import RecordedSource
 
 from gateway.app import Gateway
-from gateway_scrape.sources import RecordedSource
 
 #: Arguments that keep a test off the network and fast: no DNS preflight, no sleeps.
 OFFLINE = {"preflight_host": None, "retry_sleep_seconds": 0}

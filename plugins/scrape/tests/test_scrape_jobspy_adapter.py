@@ -13,10 +13,9 @@ import jobspy
 import numpy as np
 import pandas as pd
 import pytest
+from gateway_scrape.sources import SUPPORTED_SITES, JobSpySource, SourceError
 from jobspy.model import JobPost, Location, Site
 from scrape_testutil import OFFLINE, rows
-
-from gateway_scrape.sources import SUPPORTED_SITES, JobSpySource, SourceError
 
 DB = Path("data/capture/jobs.db")
 REAL_SCRAPE_JOBS = jobspy.scrape_jobs
@@ -24,12 +23,39 @@ REAL_SCRAPE_JOBS = jobspy.scrape_jobs
 #: python-jobspy 1.4's DataFrame columns. If an upgrade changes them, this test says so
 #: before the mapping silently loses a field.
 JOBSPY_COLUMNS = [
-    "id", "site", "job_url", "job_url_direct", "title", "company", "location", "date_posted",
-    "job_type", "salary_source", "interval", "min_amount", "max_amount", "currency", "is_remote",
-    "job_level", "job_function", "listing_type", "emails", "description", "company_industry",
-    "company_url", "company_logo", "company_url_direct", "company_addresses",
-    "company_num_employees", "company_revenue", "company_description", "skills",
-    "experience_range", "company_rating", "company_reviews_count", "vacancy_count",
+    "id",
+    "site",
+    "job_url",
+    "job_url_direct",
+    "title",
+    "company",
+    "location",
+    "date_posted",
+    "job_type",
+    "salary_source",
+    "interval",
+    "min_amount",
+    "max_amount",
+    "currency",
+    "is_remote",
+    "job_level",
+    "job_function",
+    "listing_type",
+    "emails",
+    "description",
+    "company_industry",
+    "company_url",
+    "company_logo",
+    "company_url_direct",
+    "company_addresses",
+    "company_num_employees",
+    "company_revenue",
+    "company_description",
+    "skills",
+    "experience_range",
+    "company_rating",
+    "company_reviews_count",
+    "vacancy_count",
     "work_from_home_type",
 ]
 
@@ -115,11 +141,21 @@ async def test_the_jobspy_adapter_maps_a_real_dataframe_into_the_jobs_table(
     async with gw:
         res = await gw.call(
             "scrape_jobs",
-            {**OFFLINE, "terms": ["ml engineer"], "sites": ["linkedin", "indeed"], "results_wanted": 5, "hours_old": 24},
+            {
+                **OFFLINE,
+                "terms": ["ml engineer"],
+                "sites": ["linkedin", "indeed"],
+                "results_wanted": 5,
+                "hours_old": 24,
+            },
         )
     assert not res.is_error, res.payload
     term = res.payload["results"][0]
-    assert (term["fetched_count"], term["skipped_no_url"], term["skipped_no_description"]) == (4, 1, 1)
+    assert (term["fetched_count"], term["skipped_no_url"], term["skipped_no_description"]) == (
+        4,
+        1,
+        1,
+    )
     assert (term["cleaned_count"], term["inserted_count"]) == (2, 2)
 
     (call,) = fake.calls
@@ -129,13 +165,28 @@ async def test_the_jobspy_adapter_maps_a_real_dataframe_into_the_jobs_table(
     assert call["fetch_description"] is True and call["country_indeed"] == "canada"
 
     stored = rows(
-        tmp_path / DB, "url", "job_id", "title", "company", "location", "source", "description",
-        "captured_at", "status", "payload_json",
+        tmp_path / DB,
+        "url",
+        "job_id",
+        "title",
+        "company",
+        "location",
+        "source",
+        "description",
+        "captured_at",
+        "status",
+        "payload_json",
     )
     real, awkward = stored
     assert real[:8] == (
-        "https://www.linkedin.com/jobs/view/4012345678", "4012345678", "Machine Learning Engineer",
-        "Acme", "Toronto, ON, Canada", "linkedin", "Build **models**.", "2026-01-30T00:00:00Z",
+        "https://www.linkedin.com/jobs/view/4012345678",
+        "4012345678",
+        "Machine Learning Engineer",
+        "Acme",
+        "Toronto, ON, Canada",
+        "linkedin",
+        "Build **models**.",
+        "2026-01-30T00:00:00Z",
     )
     assert real[8] == "new"
     payload = json.loads(real[9])
@@ -143,8 +194,13 @@ async def test_the_jobspy_adapter_maps_a_real_dataframe_into_the_jobs_table(
     assert payload["emails"] == "jobs@acme.example" and payload["min_amount"] == 120000.0
 
     assert awkward[:7] == (
-        "https://ca.indeed.com/viewjob?jk=9f8e", "in-9f8e", "AI Engineer", None,
-        "Ottawa, ON, Canada", "indeed", "Ship LLM features.",
+        "https://ca.indeed.com/viewjob?jk=9f8e",
+        "in-9f8e",
+        "AI Engineer",
+        None,
+        "Ottawa, ON, Canada",
+        "indeed",
+        "Ship LLM features.",
     )
     assert awkward[7].endswith("Z") and awkward[7] != "NaT"  # NaT date_posted: now
     raw = json.loads(awkward[9])
@@ -154,26 +210,43 @@ async def test_the_jobspy_adapter_maps_a_real_dataframe_into_the_jobs_table(
 
 
 @pytest.mark.anyio
-async def test_a_term_whose_every_board_failed_is_reported_failed(gateway_factory, monkeypatch, tmp_path):
+async def test_a_term_whose_every_board_failed_is_reported_failed(
+    gateway_factory, monkeypatch, tmp_path
+):
     empty = _frame().iloc[0:0]
     monkeypatch.setattr(
-        jobspy, "scrape_jobs", FakeScrape(empty, {"errors": {"linkedin": "response status code 429 (blocked: use a proxy)"}})
+        jobspy,
+        "scrape_jobs",
+        FakeScrape(
+            empty, {"errors": {"linkedin": "response status code 429 (blocked: use a proxy)"}}
+        ),
     )
     gw = gateway_factory(plugins=["scrape"])
     async with gw:
         res = await gw.call("scrape_jobs", {**OFFLINE, "terms": ["a"]})
     (term,) = res.payload["results"]
     assert not term["success"]
-    assert term["error"] == "scrape failed: every board failed: linkedin: response status code 429 (blocked: use a proxy)"
+    assert (
+        term["error"]
+        == "scrape failed: every board failed: linkedin: response status code 429 (blocked: use a proxy)"
+    )
 
 
 def test_boards_that_failed_next_to_working_ones_become_warnings(monkeypatch):
     monkeypatch.setattr(
         jobspy,
         "scrape_jobs",
-        FakeScrape(_frame(), {"errors": {"indeed": "timed out"}, "warnings": {"linkedin": ["is_remote isn't supported, ignoring it"]}}),
+        FakeScrape(
+            _frame(),
+            {
+                "errors": {"indeed": "timed out"},
+                "warnings": {"linkedin": ["is_remote isn't supported, ignoring it"]},
+            },
+        ),
     )
-    records, warnings = JobSpySource().fetch_with_warnings("a", "Ontario", ["linkedin", "indeed"], 5, 2)
+    records, warnings = JobSpySource().fetch_with_warnings(
+        "a", "Ontario", ["linkedin", "indeed"], 5, 2
+    )
     assert len(records) == 4
     assert warnings == ["indeed: timed out", "linkedin: is_remote isn't supported, ignoring it"]
 
@@ -184,6 +257,10 @@ def test_an_empty_result_without_errors_is_an_empty_success(monkeypatch):
 
 
 def test_all_boards_failing_raises_source_error(monkeypatch):
-    monkeypatch.setattr(jobspy, "scrape_jobs", FakeScrape(_frame().iloc[0:0], {"errors": {"linkedin": "boom\nline two"}}))
+    monkeypatch.setattr(
+        jobspy,
+        "scrape_jobs",
+        FakeScrape(_frame().iloc[0:0], {"errors": {"linkedin": "boom\nline two"}}),
+    )
     with pytest.raises(SourceError, match="linkedin: boom line two"):
         JobSpySource().fetch("a", "Ontario", ["linkedin"], 5, 2)

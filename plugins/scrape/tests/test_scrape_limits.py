@@ -8,22 +8,25 @@ from pathlib import Path
 import anyio
 import anyio.from_thread
 import pytest
-from scrape_testutil import OFFLINE, postings, recorded, rows, scrape_gateway  # noqa: F401
-
 from gateway_scrape.sources import RecordedSource
+from scrape_testutil import OFFLINE, postings, rows
 
 DB = Path("data/capture/jobs.db")
 
 
 @pytest.mark.anyio
-async def test_a_term_still_running_near_the_time_limit_fails_and_the_rest_is_reported(scrape_gateway, tmp_path):
+async def test_a_term_still_running_near_the_time_limit_fails_and_the_rest_is_reported(
+    scrape_gateway, tmp_path
+):
     release = threading.Event()
 
     def slow(term: str) -> None:
         if term == "slow":
             release.wait(10)  # a board that hangs
 
-    source = RecordedSource({"fast": postings(0, 2), "slow": postings(10, 2), "later": postings(20, 2)}, on_fetch=slow)
+    source = RecordedSource(
+        {"fast": postings(0, 2), "slow": postings(10, 2), "later": postings(20, 2)}, on_fetch=slow
+    )
     # A 2 s limit: terms get 1.5 s, the last 0.5 s is kept to report.
     gw = scrape_gateway(source, plugin_config={"scrape": {"timeout_seconds": 2}})
     try:
@@ -40,14 +43,18 @@ async def test_a_term_still_running_near_the_time_limit_fails_and_the_rest_is_re
 
 
 @pytest.mark.anyio
-async def test_cancelling_a_call_mid_term_leaves_earlier_terms_and_nothing_of_that_term(scrape_gateway, tmp_path):
+async def test_cancelling_a_call_mid_term_leaves_earlier_terms_and_nothing_of_that_term(
+    scrape_gateway, tmp_path
+):
     scope = anyio.CancelScope()
 
     def cancel_on_third(term: str) -> None:
         if term == "c":
             anyio.from_thread.run_sync(scope.cancel)  # the client goes away during term c
 
-    source = RecordedSource({"a": postings(0, 2), "b": postings(10, 3), "c": postings(20, 4)}, on_fetch=cancel_on_third)
+    source = RecordedSource(
+        {"a": postings(0, 2), "b": postings(10, 3), "c": postings(20, 4)}, on_fetch=cancel_on_third
+    )
     gw = scrape_gateway(source)
     async with gw:
         with scope:

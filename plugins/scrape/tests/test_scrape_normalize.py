@@ -11,9 +11,6 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from gateway_scrape.normalize import (
     captured_at,
     clean,
@@ -22,6 +19,8 @@ from gateway_scrape.normalize import (
     normalize,
     to_jsonable,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NOW = "2026-02-01T10:00:00Z"
 
@@ -65,9 +64,20 @@ def test_job_id_falls_back_to_the_source_id_when_the_url_has_none():
 
 
 def test_url_comes_from_job_url_then_job_url_direct():
-    assert normalize({"job_url": "https://a.example/1", "job_url_direct": "https://b.example/1"}, now=NOW).url == "https://a.example/1"
-    assert normalize({"job_url": None, "job_url_direct": " https://b.example/1 "}, now=NOW).url == "https://b.example/1"
-    assert normalize({"job_url": "", "job_url_direct": "https://b.example/1"}, now=NOW).url == "https://b.example/1"
+    assert (
+        normalize(
+            {"job_url": "https://a.example/1", "job_url_direct": "https://b.example/1"}, now=NOW
+        ).url
+        == "https://a.example/1"
+    )
+    assert (
+        normalize({"job_url": None, "job_url_direct": " https://b.example/1 "}, now=NOW).url
+        == "https://b.example/1"
+    )
+    assert (
+        normalize({"job_url": "", "job_url_direct": "https://b.example/1"}, now=NOW).url
+        == "https://b.example/1"
+    )
     assert normalize({"job_url": None, "job_url_direct": None}, now=NOW).url == ""
     assert normalize({}, now=NOW).url == ""
 
@@ -87,7 +97,11 @@ def test_fields_are_mapped_and_payload_is_the_whole_raw_record():
     }
     job = normalize(raw, now=NOW)
     assert (job.title, job.company, job.location, job.source, job.description) == (
-        "AI Engineer", "Acme", "Toronto, ON, Canada", "linkedin", "Do **things**",
+        "AI Engineer",
+        "Acme",
+        "Toronto, ON, Canada",
+        "linkedin",
+        "Do **things**",
     )
     assert job.captured_at == "2026-01-30T00:00:00Z"
     assert json.loads(job.payload_json) == raw
@@ -166,13 +180,31 @@ def test_to_jsonable_handles_nan_nat_numpy_pandas_dates_and_containers():
 def test_a_real_dataframe_row_becomes_json_safe():
     frame = pd.DataFrame(
         [
-            {"id": "a", "min_amount": 1.0, "vacancy_count": 3, "date_posted": dt.date(2026, 1, 2), "is_remote": True},
-            {"id": None, "min_amount": None, "vacancy_count": None, "date_posted": pd.NaT, "is_remote": None},
+            {
+                "id": "a",
+                "min_amount": 1.0,
+                "vacancy_count": 3,
+                "date_posted": dt.date(2026, 1, 2),
+                "is_remote": True,
+            },
+            {
+                "id": None,
+                "min_amount": None,
+                "vacancy_count": None,
+                "date_posted": pd.NaT,
+                "is_remote": None,
+            },
         ]
     )
     records = [jsonable_record(r) for r in frame.to_dict("records")]
     assert _dumps(records)
-    assert records[1] == {"id": None, "min_amount": None, "vacancy_count": None, "date_posted": None, "is_remote": None}
+    assert records[1] == {
+        "id": None,
+        "min_amount": None,
+        "vacancy_count": None,
+        "date_posted": None,
+        "is_remote": None,
+    }
     assert records[0]["vacancy_count"] == 3.0  # the column became float64 because of the gap
 
 
@@ -215,7 +247,18 @@ _values = st.recursive(
     max_leaves=12,
 )
 _keys = st.sampled_from(
-    ["id", "site", "job_url", "job_url_direct", "title", "company", "location", "date_posted", "description", "extra"]
+    [
+        "id",
+        "site",
+        "job_url",
+        "job_url_direct",
+        "title",
+        "company",
+        "location",
+        "date_posted",
+        "description",
+        "extra",
+    ]
 )
 
 

@@ -7,7 +7,6 @@ import os
 import socket
 
 import pytest
-
 from gateway_scrape.capture import capture_name, term_slug, write_json_atomic
 from gateway_scrape.preflight import backoff_delays, preflight
 

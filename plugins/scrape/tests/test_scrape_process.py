@@ -42,7 +42,11 @@ LIST_TOOLS = textwrap.dedent(
 
 def test_listing_tools_imports_neither_jobspy_nor_pandas(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-c", LIST_TOOLS], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", LIST_TOOLS],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -115,7 +119,9 @@ def _run(workdir: Path, ready: Path, mode: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_a_process_killed_inside_an_insert_leaves_no_partial_term_and_a_rerun_completes_it(tmp_path):
+def test_a_process_killed_inside_an_insert_leaves_no_partial_term_and_a_rerun_completes_it(
+    tmp_path,
+):
     ready = tmp_path / "ready"
     db = tmp_path / "data/capture/jobs.db"
     proc = _run(tmp_path, ready, "block")

@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from scrape_testutil import OFFLINE, posting, postings, recorded, rows, scrape_gateway, use_source  # noqa: F401
 from gateway_queue.store import ALLOWED_STATUSES
-
-from gateway.testing import assert_plugin_conforms, gateway_client
 from gateway_scrape.models import DEFAULT_TERMS
 from gateway_scrape.sources import RecordedSource
+from scrape_testutil import OFFLINE, posting, postings, rows, use_source
+
+from gateway.testing import assert_plugin_conforms, gateway_client
 
 DB = Path("data/capture/jobs.db")
 COUNTERS = (
@@ -30,7 +30,9 @@ def test_scrape_plugin_conforms(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_defaults_scrape_the_three_default_terms_into_status_new(scrape_gateway, recorded, tmp_path):
+async def test_defaults_scrape_the_three_default_terms_into_status_new(
+    scrape_gateway, recorded, tmp_path
+):
     gw = scrape_gateway(recorded)
     async with gw:
         res = await gw.call("scrape_jobs", dict(OFFLINE))
@@ -66,7 +68,9 @@ async def test_defaults_scrape_the_three_default_terms_into_status_new(scrape_ga
 
 
 @pytest.mark.anyio
-async def test_one_failing_term_among_three_is_reported_and_the_others_are_inserted(scrape_gateway, tmp_path):
+async def test_one_failing_term_among_three_is_reported_and_the_others_are_inserted(
+    scrape_gateway, tmp_path
+):
     source = RecordedSource(
         {"a": postings(0, 2), "c": postings(10, 3)},
         fail={"b": "response status code 429 (blocked: use a proxy)"},
@@ -88,7 +92,9 @@ async def test_one_failing_term_among_three_is_reported_and_the_others_are_inser
 
 
 @pytest.mark.anyio
-async def test_an_unexpected_source_exception_fails_only_its_term_with_a_sanitized_reason(scrape_gateway, tmp_path):
+async def test_an_unexpected_source_exception_fails_only_its_term_with_a_sanitized_reason(
+    scrape_gateway, tmp_path
+):
     class Exploding(RecordedSource):
         def fetch(self, term, location, sites, results_wanted, hours_old):
             if term == "boom":
@@ -105,7 +111,9 @@ async def test_an_unexpected_source_exception_fails_only_its_term_with_a_sanitiz
 
 
 @pytest.mark.anyio
-async def test_a_failed_preflight_marks_the_term_failed_and_the_run_goes_on(scrape_gateway, recorded, tmp_path):
+async def test_a_failed_preflight_marks_the_term_failed_and_the_run_goes_on(
+    scrape_gateway, recorded, tmp_path
+):
     gw = scrape_gateway(recorded)
     async with gw:
         res = await gw.call(
@@ -131,7 +139,9 @@ async def test_a_failed_preflight_marks_the_term_failed_and_the_run_goes_on(scra
 async def test_a_resolvable_preflight_host_lets_the_scrape_run(scrape_gateway, recorded):
     gw = scrape_gateway(recorded)
     async with gw:
-        res = await gw.call("scrape_jobs", {"terms": ["ai engineer"], "preflight_host": "localhost"})
+        res = await gw.call(
+            "scrape_jobs", {"terms": ["ai engineer"], "preflight_host": "localhost"}
+        )
     assert res.payload["results"][0]["success"], res.payload
 
 
@@ -148,7 +158,9 @@ async def test_a_rerun_inserts_nothing_and_counts_duplicates(scrape_gateway, rec
     assert rows(tmp_path / DB, "*") == before
     # Same request + same source data -> same counts, term by term.
     strip = lambda r: {k: r[k] for k in ("term", "success", "fetched_count", "cleaned_count")}  # noqa: E731
-    assert [strip(r) for r in first.payload["results"]] == [strip(r) for r in second.payload["results"]]
+    assert [strip(r) for r in first.payload["results"]] == [
+        strip(r) for r in second.payload["results"]
+    ]
 
 
 @pytest.mark.anyio
@@ -190,7 +202,12 @@ async def test_duplicates_within_one_term_count_as_duplicates(scrape_gateway, tm
     async with gw:
         res = await gw.call("scrape_jobs", {**OFFLINE, "terms": ["t"]})
     r = res.payload["results"][0]
-    assert (r["fetched_count"], r["cleaned_count"], r["inserted_count"], r["duplicate_count"]) == (3, 3, 2, 1)
+    assert (r["fetched_count"], r["cleaned_count"], r["inserted_count"], r["duplicate_count"]) == (
+        3,
+        3,
+        2,
+        1,
+    )
 
 
 @pytest.mark.anyio
@@ -207,10 +224,16 @@ async def test_filters_skip_records_without_url_or_description(scrape_gateway, t
     async with gw:
         strict = await gw.call("scrape_jobs", {**OFFLINE, "terms": ["t"], "db_path": "data/a.db"})
         lenient = await gw.call(
-            "scrape_jobs", {**OFFLINE, "terms": ["t"], "db_path": "data/b.db", "require_description": False}
+            "scrape_jobs",
+            {**OFFLINE, "terms": ["t"], "db_path": "data/b.db", "require_description": False},
         )
     s = strict.payload["results"][0]
-    assert (s["fetched_count"], s["skipped_no_url"], s["skipped_no_description"], s["cleaned_count"]) == (6, 2, 2, 2)
+    assert (
+        s["fetched_count"],
+        s["skipped_no_url"],
+        s["skipped_no_description"],
+        s["cleaned_count"],
+    ) == (6, 2, 2, 2)
     assert s["inserted_count"] == 2
     assert [r[0] for r in rows(tmp_path / "data/a.db")] == [
         "https://www.linkedin.com/jobs/view/4000000001",
@@ -233,7 +256,9 @@ async def test_a_status_override_is_used_for_new_rows(scrape_gateway, tmp_path, 
 
 
 @pytest.mark.anyio
-async def test_dry_run_leaves_an_existing_database_byte_identical(scrape_gateway, recorded, tmp_path):
+async def test_dry_run_leaves_an_existing_database_byte_identical(
+    scrape_gateway, recorded, tmp_path
+):
     gw = scrape_gateway(recorded)
     async with gw:
         await gw.call("scrape_jobs", {**OFFLINE, "terms": ["ai engineer"]})
@@ -242,9 +267,16 @@ async def test_dry_run_leaves_an_existing_database_byte_identical(scrape_gateway
         res = await gw.call("scrape_jobs", {**OFFLINE, "dry_run": True})
     assert res.payload["dry_run"] is True
     t = res.payload["totals"]
-    assert (t["fetched_count"], t["cleaned_count"], t["inserted_count"], t["duplicate_count"]) == (12, 12, 0, 0)
+    assert (t["fetched_count"], t["cleaned_count"], t["inserted_count"], t["duplicate_count"]) == (
+        12,
+        12,
+        0,
+        0,
+    )
     assert (tmp_path / DB).read_bytes() == before
-    assert sorted(p.name for p in (tmp_path / DB).parent.iterdir() if p.suffix != ".json") == listing
+    assert (
+        sorted(p.name for p in (tmp_path / DB).parent.iterdir() if p.suffix != ".json") == listing
+    )
 
 
 @pytest.mark.anyio
@@ -271,7 +303,9 @@ async def test_dry_run_still_writes_capture_files(scrape_gateway, recorded, tmp_
 
 
 @pytest.mark.anyio
-async def test_capture_files_hold_the_raw_records_per_term_at_relative_paths(scrape_gateway, tmp_path):
+async def test_capture_files_hold_the_raw_records_per_term_at_relative_paths(
+    scrape_gateway, tmp_path
+):
     raw = [posting(1, min_amount=float("nan")), posting(2)]
     gw = scrape_gateway(RecordedSource({"first term": raw, "second": postings(5, 1)}))
     async with gw:
@@ -287,7 +321,10 @@ async def test_capture_files_hold_the_raw_records_per_term_at_relative_paths(scr
     assert doc["records"][0]["min_amount"] is None  # NaN became null
     assert doc["records"][1] == posting(2)
     # No temporary files left behind.
-    assert sorted(p.name for p in (tmp_path / "data/capture").iterdir() if p.name.startswith(".")) == []
+    assert (
+        sorted(p.name for p in (tmp_path / "data/capture").iterdir() if p.name.startswith("."))
+        == []
+    )
 
 
 @pytest.mark.anyio
@@ -300,7 +337,9 @@ async def test_no_capture_files_when_save_capture_json_is_false(scrape_gateway, 
 
 
 @pytest.mark.anyio
-async def test_a_capture_failure_does_not_affect_the_database_results(scrape_gateway, recorded, tmp_path):
+async def test_a_capture_failure_does_not_affect_the_database_results(
+    scrape_gateway, recorded, tmp_path
+):
     (tmp_path / "data").mkdir()
     (tmp_path / "data/blocked").write_text("a file where the capture folder should be")
     gw = scrape_gateway(recorded)
@@ -315,7 +354,9 @@ async def test_a_capture_failure_does_not_affect_the_database_results(scrape_gat
 
 
 @pytest.mark.anyio
-async def test_a_database_that_cannot_be_created_is_db_error_before_any_scrape(scrape_gateway, recorded, tmp_path):
+async def test_a_database_that_cannot_be_created_is_db_error_before_any_scrape(
+    scrape_gateway, recorded, tmp_path
+):
     (tmp_path / "data").mkdir()
     (tmp_path / "data/not-a-folder").write_text("x")
     gw = scrape_gateway(recorded)

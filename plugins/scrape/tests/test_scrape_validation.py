@@ -9,13 +9,13 @@ from typing import Any
 import anyio
 import pytest
 from gateway_queue.store import ALLOWED_STATUSES
+from gateway_scrape.models import MAX_TERMS
+from gateway_scrape.sources import SUPPORTED_SITES, RecordedSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scrape_testutil import OFFLINE, postings, rows
 
 from gateway.testing import make_gateway
-from gateway_scrape.models import MAX_TERMS
-from gateway_scrape.sources import SUPPORTED_SITES, RecordedSource
 
 BAD_ARGUMENTS: list[tuple[str, Any]] = [
     ("terms", []),
@@ -83,7 +83,9 @@ async def test_bad_arguments_are_a_validation_error_naming_the_field_and_touch_n
         ("capture_dir", "/var/tmp/capture"),
     ],
 )
-async def test_paths_outside_the_data_roots_are_refused_before_any_work(gateway_factory, tmp_path, field, value):
+async def test_paths_outside_the_data_roots_are_refused_before_any_work(
+    gateway_factory, tmp_path, field, value
+):
     source = RecordedSource({"ai": postings(0, 1)})
     gw = gateway_factory(plugins=["scrape"])
     gw.plugin("scrape").context.resources["source"] = source
@@ -137,12 +139,17 @@ def test_any_valid_request_gives_ordered_results_whose_counters_add_up(request):
         dry = request.get("dry_run", False)
         for r in out["results"]:
             assert r["success"] == (r["term"] != "fails")
-            assert r["fetched_count"] == r["cleaned_count"] + r["skipped_no_url"] + r["skipped_no_description"]
+            assert (
+                r["fetched_count"]
+                == r["cleaned_count"] + r["skipped_no_url"] + r["skipped_no_description"]
+            )
             if dry or not r["success"]:
                 assert r["inserted_count"] == r["duplicate_count"] == 0
             else:
                 assert r["cleaned_count"] == r["inserted_count"] + r["duplicate_count"]
-            assert (r["capture_path"] is not None) == (r["success"] and request.get("save_capture_json", True))
+            assert (r["capture_path"] is not None) == (
+                r["success"] and request.get("save_capture_json", True)
+            )
         totals = out["totals"]
         for key in ("fetched_count", "cleaned_count", "inserted_count", "duplicate_count"):
             assert totals[key] == sum(r[key] for r in out["results"])
