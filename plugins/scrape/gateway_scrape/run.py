@@ -219,11 +219,11 @@ class Run:
                         insert_term, self.db_path, fetched.jobs, args.status
                     )
                 except StoreError as exc:
-                    done = [r.term for r in committed if r.success]
+                    done = sum(1 for r in committed if r.inserted_count)
                     raise db_error(
                         f"inserting term {index} ({term[:60]!r}) failed and wrote nothing; "
-                        f"{len(done)} earlier term(s) were committed; a rerun skips them as "
-                        "duplicates",
+                        f"the rows of {done} earlier term(s) are committed and a rerun counts "
+                        "them as duplicates",
                         exc,
                     ) from None
             result.inserted_count = counts.inserted

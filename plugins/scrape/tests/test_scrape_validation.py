@@ -78,14 +78,16 @@ async def test_bad_arguments_are_a_validation_error_naming_the_field_and_touch_n
     ("field", "value"),
     [
         ("db_path", "../outside/jobs.db"),
-        ("db_path", "/var/tmp/jobs.db"),
+        ("db_path", "{absolute}/jobs.db"),
         ("capture_dir", "../outside"),
-        ("capture_dir", "/var/tmp/capture"),
+        ("capture_dir", "{absolute}/capture"),
     ],
 )
 async def test_paths_outside_the_data_roots_are_refused_before_any_work(
     gateway_factory, tmp_path, field, value
 ):
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"  # absolute, next to the data root
+    value = value.format(absolute=outside)
     source = RecordedSource({"ai": postings(0, 1)})
     gw = gateway_factory(plugins=["scrape"])
     gw.plugin("scrape").context.resources["source"] = source
@@ -93,9 +95,10 @@ async def test_paths_outside_the_data_roots_are_refused_before_any_work(
         res = await gw.call("scrape_jobs", {**OFFLINE, "terms": ["ai"], field: value})
     assert res.code == "VALIDATION_ERROR"
     assert field in res.payload["error"]["message"]
-    assert str(tmp_path) not in res.text()
+    assert str(tmp_path.parent) not in res.text()  # the absolute path is not echoed
     assert source.calls == []
     assert not (tmp_path / "data").exists() and not (tmp_path.parent / "outside").exists()
+    assert not outside.exists()
 
 
 # --- property: valid requests always give a consistent report ---------------------------
