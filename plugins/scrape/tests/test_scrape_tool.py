@@ -65,6 +65,34 @@ async def test_defaults_scrape_the_three_default_terms_into_status_new(
     assert {r[0] for r in stored} == {"new"}
     assert stored[0][1:3] == ("4000000000", "linkedin")
     assert all(r[3].endswith("Z") and r[4] == 0 for r in stored)
+    # The schema was created with the status index the queue's readers rely on.
+    assert ("idx_jobs_status",) in rows_of_master(tmp_path / DB)
+
+
+def rows_of_master(db: Path) -> list[tuple[str]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.anyio
+async def test_values_that_look_like_sql_are_stored_verbatim(scrape_gateway, tmp_path):
+    nasty = "x'); DROP TABLE jobs; --"
+    record = posting(1, job_url=f"https://jobs.example.com/{nasty}", title=nasty, company='"; --')
+    gw = scrape_gateway(RecordedSource({"t": [record]}))
+    async with gw:
+        res = await gw.call("scrape_jobs", {**OFFLINE, "terms": ["t"]})
+    assert res.payload["results"][0]["inserted_count"] == 1
+    assert rows(tmp_path / DB, "url", "title", "company") == [
+        (f"https://jobs.example.com/{nasty}", nasty, '"; --')
+    ]
+
+
+def test_the_plugin_registers_scrape_jobs_only(gateway_factory):
+    gw = gateway_factory(plugins=["scrape"])
+    assert gw.plugin("scrape").tools == ["scrape_jobs"]
 
 
 @pytest.mark.anyio
