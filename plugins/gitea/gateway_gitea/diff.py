@@ -428,6 +428,8 @@ def git_diff(
     limit: TextLimit,
 ) -> list[DiffFile] | None:
     """The exact engine; ``None`` when the local git failed (the caller falls back)."""
+    if roots[0] == roots[1]:
+        return []  # the same tree: git prints nothing, and there is nothing to write
     with tempfile.TemporaryDirectory(prefix="gitea-diff-") as tmp:
         store = ObjectStore(Path(tmp) / "store.git", _algo(roots[0]))
         a, b = build_store(store, walk, blobs, roots)
