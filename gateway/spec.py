@@ -18,7 +18,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
-from .errors import ErrorCode, GatewayError
+from .errors import ErrorCode, GatewayError, Sanitizer
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -113,6 +113,12 @@ class PluginContext(Generic[SettingsT]):
     data_roots: tuple[Path, ...]
     logger: logging.Logger
     resources: dict[str, Any] = field(default_factory=dict)
+    sanitizer: Callable[[str], str] = field(default_factory=Sanitizer)
+
+    def sanitize(self, text: str) -> str:
+        """Clean text for a *successful* result (e.g. a per-item error inside a batch) with the
+        gateway's own rules and secrets; error messages are sanitized by the core anyway."""
+        return self.sanitizer(text)
 
     def resolve_data_path(self, value: str | Path, *, field_name: str = "db_path") -> Path:
         """Resolve ``value`` and insist it lies inside one of the configured data roots.
@@ -173,6 +179,10 @@ class ToolContext(Generic[SettingsT]):
     @property
     def resources(self) -> dict[str, Any]:
         return self.plugin.resources
+
+    def sanitize(self, text: str) -> str:
+        """See :meth:`PluginContext.sanitize`."""
+        return self.plugin.sanitize(text)
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -151,3 +151,33 @@ async def test_error_details_are_sanitized_like_messages(tmp_path):
         r = await gw.call("leak")
     details = r.payload["error"]["details"]
     assert details == {"sql": ["[SQL removed]"], "at": "…/x.py", "n": 3}
+
+
+async def test_plugins_sanitize_text_in_successful_results_with_the_gateways_secrets(tmp_path):
+    from pydantic import BaseModel, ConfigDict
+
+    from gateway import ToolSpec, hookimpl
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Plugin:
+        @hookimpl
+        def register_tools(self, register):  # type: ignore[no-untyped-def]
+            async def batch(args, ctx):  # type: ignore[no-untyped-def]
+                raw = "item 2 failed: token tok-abcdef-123456 at /srv/app/data/x.db"
+                return {"items": [{"ok": True}, {"ok": False, "error": ctx.sanitize(raw)}]}
+
+            register(
+                ToolSpec(name="batch", description="d", input_model=In, handler=batch, tier="read")
+            )
+
+    gw = make_gateway(
+        objects={"p": Plugin()},
+        entry_points=False,
+        env={"X_API_TOKEN": "tok-abcdef-123456"},
+        cwd=tmp_path,
+    )
+    async with gw:
+        r = await gw.call("batch")
+    assert r.payload["items"][1]["error"] == "item 2 failed: token [REDACTED] at …/x.db"
