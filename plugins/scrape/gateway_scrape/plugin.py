@@ -8,13 +8,11 @@ was put there, as the tests do with a :class:`~gateway_scrape.sources.RecordedSo
 from __future__ import annotations
 
 import importlib.metadata
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from gateway import HealthCheck, Mutation, PluginContext, Tier, ToolContext, ToolSpec, hookimpl
-from gateway.errors import Sanitizer
 
 from .models import MAX_TERMS, ScrapeArgs, ScrapeResult, Settings
 from .run import Run, default_source
@@ -32,15 +30,10 @@ DESCRIPTION = (
 )
 
 
-def _sanitizer(plugin: PluginContext[Any]) -> Sanitizer:
-    return Sanitizer.from_environment(roots=[*plugin.data_roots, Path.cwd()])
-
-
 async def scrape_jobs(args: ScrapeArgs, ctx: ToolContext[Settings]) -> ScrapeResult:
     resources = ctx.resources
     source = resources.get("source") or default_source(ctx.settings)
-    sanitize = resources.get("sanitize") or _sanitizer(ctx.plugin)
-    run = Run(args, ctx, source, sanitize, time_limit=ctx.settings.timeout_seconds)
+    run = Run(args, ctx, source, ctx.sanitize, time_limit=ctx.settings.timeout_seconds)
     return await run.execute()
 
 
@@ -88,10 +81,8 @@ def register_health_checks(register: Any) -> None:
 @hookimpl
 def open_resources(plugin: PluginContext[Settings]) -> None:
     plugin.resources.setdefault("source", default_source(plugin.settings))
-    plugin.resources.setdefault("sanitize", _sanitizer(plugin))
 
 
 @hookimpl
 def close_resources(plugin: PluginContext[Settings]) -> None:
     plugin.resources.pop("source", None)
-    plugin.resources.pop("sanitize", None)

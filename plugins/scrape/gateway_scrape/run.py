@@ -102,7 +102,7 @@ def new_run_id(started: datetime) -> str:
 
 
 class Run:
-    """State of one call. ``source`` and ``sanitize`` come from the plugin's resources."""
+    """State of one call. ``source`` comes from the plugin's resources, ``sanitize`` is the gateway's."""
 
     def __init__(
         self,
