@@ -277,13 +277,33 @@ def _algo(sha: str) -> str:
     return "sha256" if len(sha) == 64 else "sha1"
 
 
+_PACK_TYPES = {"commit": 1, "tree": 2, "blob": 3}
+
+
+def _pack_entry_header(kind: int, size: int) -> bytes:
+    """Type and size of a packed object: 3 type bits, then the size 4 + 7*n bits at a time."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
 class ObjectStore:
-    """A bare repository that holds only the objects one diff needs, as loose objects."""
+    """A bare repository holding only the objects one diff needs, written as one pack.
+
+    One pack file and one ``git index-pack`` instead of hundreds of loose-object files: on
+    the machines measured, creating a file costs about a millisecond, the pack a few.
+    """
 
     def __init__(self, root: Path, algo: str) -> None:
         self.root = root
         self.algo = algo
-        (root / "objects").mkdir(parents=True)
+        (root / "objects" / "pack").mkdir(parents=True)
         (root / "refs").mkdir()
         (root / "HEAD").write_text("ref: refs/heads/main\n")
         config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
@@ -293,15 +313,26 @@ class ObjectStore:
                 "[extensions]\n\tobjectformat = sha256\n"
             )
         (root / "config").write_text(config)
+        self._entries: list[bytes] = []
+        self._known: set[str] = set()
 
-    def write(self, kind: str, body: bytes) -> str:
-        header = f"{kind} {len(body)}\0".encode()
-        sha = hashlib.new(self.algo, header + body).hexdigest()
-        path = self.root / "objects" / sha[:2] / sha[2:]
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(zlib.compress(header + body, 1))
+    def add(self, kind: str, body: bytes) -> str:
+        sha = hashlib.new(self.algo, f"{kind} {len(body)}\0".encode() + body).hexdigest()
+        if sha not in self._known:
+            self._known.add(sha)
+            self._entries.append(
+                _pack_entry_header(_PACK_TYPES[kind], len(body)) + zlib.compress(body, 1)
+            )
         return sha
+
+    def finish(self, git: str) -> None:
+        """Write the pack and let git index it."""
+        data = b"PACK" + (2).to_bytes(4, "big") + len(self._entries).to_bytes(4, "big")
+        data += b"".join(self._entries)
+        checksum = hashlib.new(self.algo, data).digest()
+        pack = self.root / "objects" / "pack" / f"pack-{checksum.hex()}.pack"
+        pack.write_bytes(data + checksum)
+        _run_git(git, self.root, ["index-pack", str(pack)], None)
 
 
 def _name_bytes(name: str) -> bytes:
@@ -324,9 +355,9 @@ def tree_body(entries: list[TreeEntry], rename: dict[str, str]) -> bytes:
 def build_store(
     store: ObjectStore, walk: Walk, blobs: dict[str, bytes], roots: tuple[str, str]
 ) -> tuple[str, str]:
-    """Write the fetched blobs and the listed trees; return the two root trees' local SHAs."""
+    """Add the fetched blobs and the listed trees; return the two root trees' local SHAs."""
     for sha, data in blobs.items():
-        if store.write("blob", data) != sha:
+        if store.add("blob", data) != sha:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
                 f"Gitea served content for {walk.blobs[sha].path!r} that does not match its "
@@ -343,7 +374,7 @@ def build_store(
         for e in entries:
             if e.type == "tree" and e.sha in walk.trees:
                 write_tree(e.sha)
-        rename[sha] = store.write("tree", tree_body(entries, rename))
+        rename[sha] = store.add("tree", tree_body(entries, rename))
 
     for sha in walk.trees:
         write_tree(sha)
@@ -436,6 +467,7 @@ def git_diff(
         tail = ["--", *_pathspecs(scope, walk.skipped)]
         opts = ["--no-color", "--no-ext-diff", "--no-textconv", "-M"]
         try:
+            store.finish(git)
             summary = _run_git(
                 git, store.root, ["diff", *opts, "--raw", "--numstat", "-z", a, b, *tail], None
             )

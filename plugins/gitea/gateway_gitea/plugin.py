@@ -145,7 +145,6 @@ def register_health_checks(register: Any, plugin: PluginContext[Settings]) -> No
             name="gitea_api",
             check=gitea_reachable,
             backend=BACKEND,
-            timeout=min(settings.request_timeout + 1.0, 30.0),
             not_configured=None if settings.configured else NOT_CONFIGURED,
         )
     )

@@ -252,10 +252,11 @@ async def list_job_files(args: ListFilesArgs, ctx: ToolContext[Settings]) -> Fil
                 "list the parent directory to see what exists",
             )
         if entry.type != "tree":
+            what = "a submodule" if entry.type == "commit" else "a file"
             raise GatewayError(
                 ErrorCode.NOT_FOUND,
-                f"{walked!r} is a file at {args.ref} ({commit.sha[:12]}), not a directory; "
-                "read it with get_job_file",
+                f"{walked!r} is {what} at {args.ref} ({commit.sha[:12]}), not a directory; "
+                "read a file with get_job_file",
             )
         tree = entry.sha
     prefix = f"{args.path}/" if args.path else ""

@@ -24,9 +24,11 @@ Requests are counted in :attr:`FakeGitea.requests`.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -79,8 +81,10 @@ class Repo:
             self._batch.wait()
             self._batch = None
 
-    def cat(self, spec: str) -> tuple[str, bytes] | None:
-        """``(type, content)`` of an object named by any revision, or None."""
+    def cat(self, spec: str) -> tuple[str, str, bytes] | None:
+        """``(sha, type, content)`` of the object any revision names, or None."""
+        if not spec or "\n" in spec or spec.startswith("-"):
+            return None
         with self._lock:
             if self._batch is None:
                 self._batch = subprocess.Popen(
@@ -93,41 +97,31 @@ class Repo:
             self._batch.stdin.write(spec.encode() + b"\n")
             self._batch.stdin.flush()
             header = self._batch.stdout.readline().rstrip(b"\n").split(b" ")
-            if len(header) != 3:
+            if len(header) != 3:  # "<spec> missing" or "<spec> ambiguous"
                 return None
-            size = int(header[2])
-            data = self._batch.stdout.read(size)
+            data = self._batch.stdout.read(int(header[2]))
             self._batch.stdout.read(1)
-            return header[1].decode(), data
+            return header[0].decode(), header[1].decode(), data
 
     def rev(self, spec: str, kind: str = "commit") -> str | None:
-        if not spec or spec.startswith("-") or "\n" in spec:
-            return None
-        out = git(
-            self.path,
-            "rev-parse",
-            "-q",
-            "--verify",
-            "--end-of-options",
-            f"{spec}^{{{kind}}}",
-            check=False,
-        )
-        return out.decode().strip() or None
+        """The SHA of the ``kind`` object ``spec`` names (peeling tags), like ``^{kind}``."""
+        found = self.cat(f"{spec}^{{{kind}}}")
+        return found[0] if found else None
 
     @property
     def empty(self) -> bool:
-        return not git(self.path, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+        return self.cat("HEAD") is None
 
-    @property
-    def object_format(self) -> str:
-        return git(self.path, "rev-parse", "--show-object-format").decode().strip()
-
-    @property
+    @functools.cached_property
     def default_branch(self) -> str:
         return git(self.path, "symbolic-ref", "--short", "HEAD").decode().strip()
 
+    @functools.cached_property
+    def object_format(self) -> str:
+        return git(self.path, "rev-parse", "--show-object-format").decode().strip()
+
     def ref_exists(self, full: str) -> bool:
-        return bool(git(self.path, "rev-parse", "-q", "--verify", full, check=False).strip())
+        return self.cat(full) is not None
 
     def ls_tree(self, tree: str, recursive: bool) -> list[dict[str, Any]]:
         key = (tree, recursive)
@@ -164,6 +158,7 @@ class FakeGitea:
     delay: float = 0.0
     requests: Counter[str] = field(default_factory=Counter)
     log: list[str] = field(default_factory=list)
+    connections: int = 0
     _server: ThreadingHTTPServer | None = None
     _repos: dict[str, Repo] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -210,6 +205,7 @@ class FakeGitea:
         with self._lock:
             self.requests.clear()
             self.log.clear()
+            self.connections = 0
 
     def repo(self, owner: str, name: str) -> Repo | None:
         return self._repos.get(f"{owner}/{name}".lower())
@@ -271,6 +267,14 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:
             return None
+
+        def setup(self) -> None:
+            super().setup()
+            # Go's net/http (Gitea) disables Nagle; without this, headers and body go out as
+            # two segments and every keep-alive response waits for a delayed ACK (~40 ms).
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with gitea._lock:
+                gitea.connections += 1
 
         def do_GET(self) -> None:
             try:
@@ -445,7 +449,7 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
                 )
             found = repo.cat(entry["sha"])
             assert found is not None
-            data = found[1]
+            data = found[2]
             headers = {
                 "Content-Type": "application/octet-stream"
                 if b"\0" in data[:1024]
