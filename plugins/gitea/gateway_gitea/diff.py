@@ -239,6 +239,12 @@ async def fetch_blobs(
                 f"{ref.path!r} is larger than its tree entry says; retry, or narrow the diff "
                 "with file_path",
             )
+        if _object_sha("blob", raw.data, _algo(sha)) != sha:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"Gitea served content for {ref.path!r} that does not match its SHA; the "
+                "repository may have changed during the call, or a proxy altered it — retry",
+            )
         out[sha] = raw.data
         if len(out) % 25 == 0 or len(out) == total:
             await progress(len(out), total)
@@ -275,6 +281,10 @@ def _git_env(home: Path) -> dict[str, str]:
 
 def _algo(sha: str) -> str:
     return "sha256" if len(sha) == 64 else "sha1"
+
+
+def _object_sha(kind: str, body: bytes, algo: str) -> str:
+    return hashlib.new(algo, f"{kind} {len(body)}\0".encode() + body).hexdigest()
 
 
 _PACK_TYPES = {"commit": 1, "tree": 2, "blob": 3}
@@ -317,7 +327,7 @@ class ObjectStore:
         self._known: set[str] = set()
 
     def add(self, kind: str, body: bytes) -> str:
-        sha = hashlib.new(self.algo, f"{kind} {len(body)}\0".encode() + body).hexdigest()
+        sha = _object_sha(kind, body, self.algo)
         if sha not in self._known:
             self._known.add(sha)
             self._entries.append(
@@ -356,13 +366,8 @@ def build_store(
     store: ObjectStore, walk: Walk, blobs: dict[str, bytes], roots: tuple[str, str]
 ) -> tuple[str, str]:
     """Add the fetched blobs and the listed trees; return the two root trees' local SHAs."""
-    for sha, data in blobs.items():
-        if store.add("blob", data) != sha:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"Gitea served content for {walk.blobs[sha].path!r} that does not match its "
-                "SHA; the repository may have changed during the call — retry",
-            )
+    for data in blobs.values():  # each checked against its SHA when it was fetched
+        store.add("blob", data)
     rename: dict[str, str] = {}
 
     def write_tree(sha: str) -> None:

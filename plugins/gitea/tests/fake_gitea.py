@@ -17,8 +17,10 @@ Gitea 1.25/1.26, with the documented quirks (``reference/gitea/README.md``):
   anonymous (403 when ``require_signin``).
 
 Everything is read from the repositories with git (``git log``, ``cat-file --batch``,
-``ls-tree``, ``for-each-ref``). Faults for tests: ``fault = "500" | "null" | "slow"``.
-Requests are counted in :attr:`FakeGitea.requests`.
+``ls-tree``, ``for-each-ref``). Faults for tests: ``fault = "500" | "null" | "tamper"``
+(``/raw`` bodies altered) and ``delay`` seconds before every answer. Requests are counted in
+:attr:`FakeGitea.requests` (and listed in ``log``), new TCP connections in ``connections``,
+the most requests in flight at once in ``max_in_flight``.
 """
 
 from __future__ import annotations
@@ -159,6 +161,9 @@ class FakeGitea:
     requests: Counter[str] = field(default_factory=Counter)
     log: list[str] = field(default_factory=list)
     connections: int = 0
+    max_items: int = MAX_RESPONSE_ITEMS  # [api] MAX_RESPONSE_ITEMS of this "instance"
+    in_flight: int = 0
+    max_in_flight: int = 0
     _server: ThreadingHTTPServer | None = None
     _repos: dict[str, Repo] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -206,6 +211,7 @@ class FakeGitea:
             self.requests.clear()
             self.log.clear()
             self.connections = 0
+            self.max_in_flight = 0
 
     def repo(self, owner: str, name: str) -> Repo | None:
         return self._repos.get(f"{owner}/{name}".lower())
@@ -253,12 +259,12 @@ def _bool(query: dict[str, list[str]], name: str, default: bool) -> bool:
     return default if value == "" else value in ("1", "true", "t")
 
 
-def _paging(query: dict[str, list[str]]) -> tuple[int, int]:
+def _paging(query: dict[str, list[str]], cap: int) -> tuple[int, int]:
     page = max(1, _int(query, "page", 1))
     limit = _int(query, "limit", DEFAULT_PAGING_NUM)
     if limit <= 0:
         limit = DEFAULT_PAGING_NUM
-    return page, min(limit, MAX_RESPONSE_ITEMS)
+    return page, min(limit, cap)
 
 
 def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
@@ -277,12 +283,18 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
                 gitea.connections += 1
 
         def do_GET(self) -> None:
+            with gitea._lock:
+                gitea.in_flight += 1
+                gitea.max_in_flight = max(gitea.max_in_flight, gitea.in_flight)
             try:
                 self._route()
             except _Reply as reply:
                 self._send(reply.status, reply.body, reply.headers)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+            finally:
+                with gitea._lock:
+                    gitea.in_flight -= 1
 
         def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
             if isinstance(body, bytes):
@@ -363,7 +375,7 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
                 if resolved is None:
                     raise _api_error(500, "")  # git log fails on an invalid --not
                 exclude = ["--not", resolved]
-            page, limit = _paging(query)
+            page, limit = _paging(query, gitea.max_items)
             total = int(git(repo.path, "rev-list", "--count", head, *exclude).decode())
             fmt = "%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"
             out = git(
@@ -450,6 +462,8 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
             found = repo.cat(entry["sha"])
             assert found is not None
             data = found[2]
+            if gitea.fault == "tamper":  # a proxy or cache serving something else
+                data += b"tampered\n"
             headers = {
                 "Content-Type": "application/octet-stream"
                 if b"\0" in data[:1024]
@@ -470,7 +484,7 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
             raise _Reply(200, data, headers)
 
         def _tags(self, repo: Repo, query: dict[str, list[str]]) -> None:
-            page, limit = _paging(query)
+            page, limit = _paging(query, gitea.max_items)
             tags = _all_tags(repo)
             chunk = tags[(page - 1) * limit : page * limit]
             pages = (len(tags) + limit - 1) // limit

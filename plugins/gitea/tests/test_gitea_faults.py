@@ -199,3 +199,32 @@ async def test_not_gitea_at_all_is_a_backend_error(gateway_factory, site: Site):
         server.shutdown()
         server.server_close()
     assert result.code == "BACKEND_ERROR" and "not JSON" in result.payload["error"]["message"]
+
+
+@pytest.mark.parametrize("engine", ["git", "difflib"])
+async def test_content_that_does_not_match_its_sha_is_refused(
+    gateway_factory, private_gitea, site: Site, engine
+):
+    private_gitea.fault = "tamper"
+    config = {"url": private_gitea.url, "token": TOKEN, "diff_engine": engine}
+    gw = gateway_factory(plugins=["gitea"], plugin_config={"gitea": config}, env={})
+    async with gw:
+        result = await gw.call("get_job_diff", {"job_id": site.job, "base": "job-frozen"})
+    assert result.code == "BACKEND_ERROR"
+    assert "does not match its SHA" in result.payload["error"]["message"]
+
+
+async def test_requests_are_bounded_and_share_keep_alive_connections(
+    gateway_factory, private_gitea, site: Site
+):
+    private_gitea.delay = 0.01  # so that requests overlap
+    config = {"url": private_gitea.url, "token": TOKEN, "max_concurrency": 3}
+    gw = gateway_factory(plugins=["gitea"], plugin_config={"gitea": config}, env={})
+    async with gw:
+        private_gitea.reset_counts()
+        first = await gw.call("get_job_diff", {"job_id": site.job, "base": "phase_1_start"})
+        second = await gw.call("get_job_diff", {"job_id": site.job, "base": "phase_1_end"})
+    assert not first.is_error and not second.is_error
+    assert private_gitea.requests["raw"] > 20
+    assert 1 < private_gitea.max_in_flight <= 3
+    assert private_gitea.connections <= 3  # both calls, all requests, at most 3 connections

@@ -7,8 +7,9 @@ from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from fake_gitea import FakeGitea
 from gitea_repos import git_out
-from gitea_site import Site
+from gitea_site import OWNER, TOKEN, Site
 
 pytestmark = pytest.mark.anyio
 
@@ -114,6 +115,25 @@ async def test_pages_match_git_log_beyond_gitea_page_cap(gitea_gateway, site: Si
     assert [c["sha"] for c in body["commits"]] == want
     assert body["total"] == len(everything) == 130
     assert body["has_more"] is (page * limit < 130)
+
+
+async def test_a_server_with_a_smaller_page_cap_still_gives_exact_pages(
+    gateway_factory, site: Site
+):
+    """[api] MAX_RESPONSE_ITEMS is configurable; a Gitea clipping at 20 must not lose commits."""
+    with FakeGitea(
+        repos={f"{OWNER}/job-{site.busy_job}": site.busy.path}, token=TOKEN, max_items=20
+    ) as gitea:
+        config = {"gitea": {"url": gitea.url, "token": TOKEN}}
+        gw = gateway_factory(plugins=["gitea"], plugin_config=config, env={})
+        async with gw:
+            commits = await gw.call(
+                "list_job_commits", {"job_id": site.busy_job, "limit": 50, "page": 2}
+            )
+            tags = await gw.call("list_job_tags", {"job_id": site.busy_job})
+    everything = [c["sha"] for c in git_log(site.busy.path, "main")]
+    assert [c["sha"] for c in commits.payload["commits"]] == everything[50:100]
+    assert [t["name"] for t in tags.payload["tags"]] == [f"t{i:03d}" for i in range(60)]
 
 
 async def test_a_page_past_the_end_is_empty(gitea_gateway, site: Site):
