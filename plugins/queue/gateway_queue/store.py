@@ -186,11 +186,13 @@ def translate_errors() -> Iterator[None]:
         raise _store_error(exc) from exc
 
 
-def _check_jobs_table(conn: sqlite3.Connection) -> None:
+def _check_jobs_table(
+    conn: sqlite3.Connection, required: Sequence[str] = _REQUIRED_COLUMNS
+) -> None:
     cols = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
     if not cols:
         raise StoreError("the database has no jobs table")
-    missing = [c for c in _REQUIRED_COLUMNS if c not in cols]
+    missing = [c for c in required if c not in cols]
     if missing:
         raise StoreError(
             "the jobs table does not have the expected columns (missing: "
@@ -265,7 +267,7 @@ def connect_reader(path: Path) -> sqlite3.Connection:
     conn = _open(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
     try:
         with translate_errors():
-            _check_jobs_table(conn)
+            _check_jobs_table(conn, JOB_FIELDS)  # a reader needs only the columns it returns
     except BaseException:
         conn.close()
         raise

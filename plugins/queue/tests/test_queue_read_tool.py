@@ -398,3 +398,21 @@ def test_compact_output_schema_accepts_and_rejects_exactly_what_the_model_schema
     assert all(a == b for a, b in verdicts), verdicts
     assert [a for a, _ in verdicts] == [True, True, True] + [False] * 7
     assert "$ref" not in json.dumps(compact.schema) and "anyOf" not in json.dumps(compact.schema)
+
+
+@pytest.mark.anyio
+async def test_a_symlink_inside_the_root_pointing_outside_is_refused(gateway_factory, tmp_path):
+    outside = tmp_path.parent / f"{tmp_path.name}-target.db"
+    store.connect_writer(outside).close()
+    (tmp_path / "link.db").symlink_to(outside)
+    before = snapshot(outside)
+    gw = gateway_factory(plugins=["queue"])
+    async with gw:
+        result = await read(gw, db_path="link.db")
+        update = await gw.call(
+            "bulk_update_job_status",
+            {"updates": [{"id": 1, "status": "new"}], "db_path": "link.db"},
+        )
+    assert result.code == update.code == "VALIDATION_ERROR"
+    assert snapshot(outside) == before
+    outside.unlink()
