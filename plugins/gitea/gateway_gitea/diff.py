@@ -219,6 +219,41 @@ async def walk_trees(
     return walk
 
 
+def enforce_budget(walk: Walk, budget: int) -> None:
+    """Keep the blobs to fetch within ``budget`` bytes: leave out the largest changes first
+    (listed in ``skipped``), so one huge diff cannot exhaust the gateway's memory."""
+    total = sum(ref.size for ref in walk.blobs.values())
+    if total <= budget:
+        return
+
+    def blobs_of(c: Change) -> list[TreeEntry]:
+        return [e for e in (c.a, c.b) if e is not None and e.type == "blob"]
+
+    users: dict[str, int] = {}
+    for c in walk.changes:
+        for e in {e.sha: e for e in blobs_of(c)}.values():
+            users[e.sha] = users.get(e.sha, 0) + 1
+    dropped: set[int] = set()
+    ranked = sorted(enumerate(walk.changes), key=lambda ic: -sum(e.size for e in blobs_of(ic[1])))
+    for i, c in ranked:
+        if total <= budget:
+            break
+        dropped.add(i)
+        walk.skipped.append(
+            SkippedFile(
+                path=c.path,
+                size=max((e.size for e in blobs_of(c)), default=0),
+                reason="the whole diff is larger than max_diff_total_bytes; ask for this file "
+                "with file_path",
+            )
+        )
+        for sha in {e.sha for e in blobs_of(c)}:
+            users[sha] -= 1
+            if users[sha] == 0 and sha in walk.blobs:
+                total -= walk.blobs.pop(sha).size
+    walk.changes = [c for i, c in enumerate(walk.changes) if i not in dropped]
+
+
 async def fetch_blobs(
     client: GiteaClient,
     job_id: str,

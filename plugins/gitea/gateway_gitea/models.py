@@ -64,6 +64,12 @@ class Settings(BaseModel):
         default=10 * 1024 * 1024,
         description="get_job_diff skips (and lists) files larger than this at either end",
     )
+    max_diff_total_bytes: Annotated[int, Field(ge=1, le=4 * 1024 * 1024 * 1024)] = env_field(
+        "GITEA_MAX_DIFF_TOTAL_BYTES",
+        default=128 * 1024 * 1024,
+        description="get_job_diff fetches at most this many bytes in all; the largest files "
+        "beyond it are skipped (and listed)",
+    )
     request_timeout: Annotated[float, Field(gt=0, le=600)] = env_field(
         "GITEA_REQUEST_TIMEOUT", default=15.0, description="Seconds per HTTP request to Gitea"
     )

@@ -131,6 +131,7 @@ async def get_job_diff(args: DiffArgs, ctx: ToolContext[Settings]) -> DiffResult
         args.file_path,
         settings.max_diff_file_bytes,
     )
+    diff.enforce_budget(walk, settings.max_diff_total_bytes)
 
     async def progress(done: int, total: int) -> None:
         await ctx.progress(done, total, f"fetched {done} of {total} changed files")

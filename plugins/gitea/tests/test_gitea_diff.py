@@ -322,3 +322,19 @@ async def test_sha256_repository_diffs_exactly(gitea_gateway, site: Site, tmp_pa
         result = await gw.call("get_job_diff", {"job_id": job, "base": b.commits["one"][:10]})
     assert len(result.payload["head"]["sha"]) == 64
     assert result.payload["diff"] == git_diff(b.path, b.commits["one"], "main")
+
+
+async def test_a_diff_over_the_total_budget_leaves_out_the_largest_files(gitea_gateway, site: Site):
+    gw = gitea_gateway(site.config(max_diff_total_bytes=60_000))
+    async with gw:
+        result = await gw.call(
+            "get_job_diff",
+            {"job_id": site.job, "base": "phase_1_start", "head": "HEAD", "max_chars": 0},
+        )
+    body = result.payload
+    skipped = [s["path"] for s in body["summary"]["skipped_files"]]
+    assert skipped == ["output/big.log"]  # the largest; everything else still fits
+    assert body["diff"] == git_diff(
+        site.repo.path, "phase_1_start", "main", ":(exclude)output/big.log"
+    )
+    assert "max_diff_total_bytes" in body["summary"]["skipped_files"][0]["reason"]
