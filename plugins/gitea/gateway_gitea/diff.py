@@ -436,21 +436,24 @@ def _run_git(git: str, store: Path, args: list[str], limit: TextLimit | None) ->
         if done.returncode != 0:
             raise _GitFailed(done.stderr.decode("utf-8", "replace")[-500:])
         return done.stdout
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    assert proc.stdout is not None and proc.stderr is not None
-    try:
-        while chunk := proc.stdout.read(1 << 16):
-            limit.feed(decoder.decode(chunk))
-        limit.feed(decoder.decode(b"", final=True))
-        err = proc.stderr.read()
-        code = proc.wait(timeout=GIT_TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if code != 0:
-        raise _GitFailed(err.decode("utf-8", "replace")[-500:])
+    # stderr goes to a file: a full stderr pipe would stall git while stdout is being read.
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=errors)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        assert proc.stdout is not None
+        try:
+            while chunk := proc.stdout.read(1 << 16):
+                limit.feed(decoder.decode(chunk))
+            limit.feed(decoder.decode(b"", final=True))
+            code = proc.wait(timeout=GIT_TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        if code != 0:
+            errors.seek(0)
+            raise _GitFailed(errors.read()[-500:].decode("utf-8", "replace"))
     return b""
 
 

@@ -338,3 +338,33 @@ async def test_a_diff_over_the_total_budget_leaves_out_the_largest_files(gitea_g
         site.repo.path, "phase_1_start", "main", ":(exclude)output/big.log"
     )
     assert "max_diff_total_bytes" in body["summary"]["skipped_files"][0]["reason"]
+
+
+async def test_without_a_git_binary_difflib_is_used_or_git_is_demanded(
+    gitea_gateway, site: Site, monkeypatch, tmp_path
+):
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    args = {"job_id": site.job, "base": "job-frozen", "max_chars": 0}
+    async with gitea_gateway() as gw:
+        auto = await gw.call("get_job_diff", args)
+    async with gitea_gateway(site.config(diff_engine="git")) as gw:
+        demanded = await gw.call("get_job_diff", args)
+    assert auto.payload["engine"] == "difflib"
+    assert auto.payload["diff"] == git_diff(site.repo.path, "job-frozen", "main")
+    assert demanded.code == "BACKEND_UNAVAILABLE"
+    assert "no git binary" in demanded.payload["error"]["message"]
+
+
+async def test_a_failing_local_git_falls_back_to_difflib_and_says_so(
+    gitea_gateway, site: Site, monkeypatch, tmp_path, caplog
+):
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'fatal: broken' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    async with gitea_gateway() as gw:
+        result = await gw.call("get_job_diff", {"job_id": site.job, "base": "job-frozen"})
+    assert result.payload["engine"] == "difflib"
+    assert "falling back to difflib" in caplog.text and "broken" in caplog.text
