@@ -82,6 +82,8 @@ def snapshot(path: Path) -> tuple[bytes, int, Sequence[str]]:
 def open_fds_to(path: Path) -> int:
     """How many of this process's file descriptors point at ``path`` (Linux /proc)."""
     fd_dir = Path("/proc/self/fd")
+    if not fd_dir.is_dir():  # not Linux: the other read-only checks still run
+        return 0
     count = 0
     target = str(path.resolve())
     for fd in fd_dir.iterdir():
