@@ -76,7 +76,7 @@ def python_floor(runs: int) -> list[float]:
 
 
 def bench_cold(args: argparse.Namespace) -> bool:
-    load = c.loadavg()
+    load = c.Machine()
     log(f"cold start: {args.runs} runs each, interleaved, N={args.tools}")
     for target in c.TARGETS:  # one discarded run each: page cache, .pyc files
         cold_once(target, args.tools, "cold-warmup")
@@ -226,7 +226,7 @@ def gateway_phases(tools: int, runs: int) -> str:
 
 
 def bench_imports(args: argparse.Namespace) -> bool:
-    load = c.loadavg()
+    load = c.Machine()
     log(f"import time: {args.runs} runs each (-X importtime, through the first tools/list)")
     runs: dict[str, list[dict[str, ImportRow]]] = {t.kind: [] for t in c.TARGETS}
     for i in range(args.runs):
@@ -299,7 +299,7 @@ def bench_imports(args: argparse.Namespace) -> bool:
 
 
 def bench_latency(args: argparse.Namespace) -> bool:
-    load = c.loadavg()
+    load = c.Machine()
     log(f"stdio latency: {args.calls} calls after {args.warmup} warm-up, alternating servers")
     procs = {t.kind: c.spawn_stdio(t, args.tools, "latency") for t in c.TARGETS}
     lat: dict[str, list[float]] = {t.kind: [] for t in c.TARGETS}
@@ -541,7 +541,7 @@ def http_once(target: c.Target, args: argparse.Namespace, tool: str) -> HttpRun:
 
 def bench_http(args: argparse.Namespace) -> bool:
     tool = "wrk" if c.which("wrk") and not args.python_loadgen else "python"
-    load = c.loadavg()
+    load = c.Machine()
     log(
         f"HTTP: {args.clients} clients x {args.duration} s, {args.rounds} round(s), load generator: {tool}"
     )
@@ -692,7 +692,7 @@ def listing(target: c.Target, tools: int) -> tuple[dict[str, Any], int, list[dic
 
 
 def bench_listsize(args: argparse.Namespace) -> bool:
-    load = c.loadavg()
+    load = c.Machine()
     log("tools/list size")
     rows, breakdown, samples = [], {}, {}
     extra_tools: dict[str, str] = {}

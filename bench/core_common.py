@@ -19,6 +19,7 @@ import math
 import os
 import platform
 import re
+import resource
 import select
 import shutil
 import socket
@@ -447,14 +448,6 @@ def loadavg() -> str:
         return "n/a"
 
 
-def busy(load: str) -> bool:
-    """Was the 1-min load average in ``load`` (as :func:`loadavg` writes it) ≥ nproc / 2?"""
-    try:
-        return float(load.split()[0]) >= nproc() / 2
-    except (ValueError, IndexError):
-        return False
-
-
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -474,19 +467,61 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
-def facts_line(command: str, load_before: str) -> str:
+def _system_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot, from ``/proc/stat``.
+    Busy includes ``steal``: time the hypervisor gave to other guests."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return user + nice + system + irq + softirq + steal, sum(fields)
+
+
+def _own_seconds() -> float:
+    """CPU seconds of this process plus every child it has reaped (servers, wrk, python)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class Machine:
+    """Taken when a section starts: the load average then, and counters to tell at the end how
+    much of the machine's CPU *other* processes used while the section ran."""
+
+    BUSY_SHARE = 0.25  # other processes used a quarter of all cores: figures are suspect
+
+    def __init__(self) -> None:
+        self.load_before = loadavg()
+        self._ticks = _system_ticks()
+        self._own = _own_seconds()
+
+    def others_share(self) -> float | None:
+        try:
+            busy, total = _system_ticks()
+        except OSError:  # pragma: no cover - not Linux
+            return None
+        d_total = total - self._ticks[1]
+        if d_total <= 0:
+            return None
+        own_ticks = (_own_seconds() - self._own) * os.sysconf("SC_CLK_TCK")
+        return max(0.0, (busy - self._ticks[0] - own_ticks) / d_total)
+
+
+def facts_line(command: str, machine: Machine) -> str:
     """The header every figure section carries: when, where, load, how to rerun."""
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    share = machine.others_share()
+    others = "n/a" if share is None else f"{share * 100:.0f}% of all {nproc()} cores"
+    warn = share is not None and share >= Machine.BUSY_SHARE
     return (
         f"- Date: {now}; nproc: {nproc()} ({cpu_model()}); Python {platform.python_version()}; "
         f"mcp {package_version('mcp')}, mcp-gateway {package_version('mcp-gateway')}\n"
-        f"- Load average (1/5/15 min) before the run: {load_before}\n"
+        f"- Load average (1/5/15 min) before the run: {machine.load_before}; CPU used by other "
+        f"processes during the run: {others}\n"
         f"- Rerun: `{command}`\n"
         + (
-            "- **Warning**: the machine was busy (1-min load average ≥ nproc / 2) before this "
-            "run; other processes competed for the CPU, so wall-clock ratios are unreliable. "
-            "Compare the CPU-time cross-check, or rerun when the machine is quieter.\n"
-            if busy(load_before)
+            "- **Warning**: other processes used a large share of the CPU during this run, so the "
+            "wall-clock ratios are unreliable; compare the CPU-time cross-check, or rerun when "
+            "the machine is quieter.\n"
+            if warn
             else ""
         )
     )
