@@ -12,6 +12,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -281,8 +282,8 @@ class GiteaClient:
             last = (offset + count - 1) // size + 1
             pages = await gather(
                 [
-                    (lambda p=p, n=size: self._list_page(path, params, p, n, what))
-                    for p in range(first, last + 1)
+                    partial(self._list_page, path, params, number, size, what)
+                    for number in range(first, last + 1)
                 ]
             )
             items: list[Any] = []
@@ -404,7 +405,7 @@ class GiteaClient:
             return entries
         per_page = len(entries)
         more = (total + per_page - 1) // per_page
-        rest = await gather([(lambda n=n: page(n)) for n in range(2, more + 1)])
+        rest = await gather([partial(page, n) for n in range(2, more + 1)])
         for got, _, _ in rest:
             entries.extend(got)
         return entries
@@ -495,13 +496,12 @@ async def gather(calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
             for i, call in enumerate(calls):
                 tg.start_soon(run, i, call)
     except BaseExceptionGroup as group:
-        leaves = list(_leaves(group))
-        chosen = next((e for e in leaves if isinstance(e, GatewayError)), None)
-        chosen = chosen or next((e for e in leaves if isinstance(e, EmptyRepository)), None)
-        chosen = chosen or next((e for e in leaves if isinstance(e, Exception)), None)
-        if chosen is None:
-            raise
-        raise chosen from None
+        leaves = _leaves(group)
+        for kind in (GatewayError, EmptyRepository, Exception):
+            chosen = next((e for e in leaves if isinstance(e, kind)), None)
+            if chosen is not None:
+                raise chosen from None
+        raise
     return results
 
 

@@ -30,12 +30,13 @@ import tempfile
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway import ErrorCode, GatewayError
 
-from .models import DiffFile, SkippedFile
+from .models import DiffFile, SkippedFile, Status
 
 if TYPE_CHECKING:
     from .client import GiteaClient, TreeEntry
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 _log = logging.getLogger("gateway_gitea.diff")
 GIT_TIMEOUT = 300.0
 ZERO = "0000000"
-_STATUS = {
+_STATUS: dict[str, Status] = {
     "A": "added",
     "D": "deleted",
     "M": "modified",
@@ -212,7 +213,7 @@ async def walk_trees(
                 want(e, commit, path)
             walk.changes.append(Change(path, a_file, b_file))
         if below:
-            await gather([(lambda s=s: compare(*s)) for s in below])
+            await gather([partial(compare, *s) for s in below])
 
     if base[1] != head[1]:
         await compare("", base[1], head[1])
@@ -285,7 +286,7 @@ async def fetch_blobs(
             await progress(len(out), total)
 
     if blobs:
-        await gather([(lambda s=s, r=r: one(s, r)) for s, r in blobs.items()])
+        await gather([partial(one, s, r) for s, r in blobs.items()])
     return out
 
 
@@ -484,7 +485,7 @@ def parse_raw_numstat(out: bytes) -> list[DiffFile]:
             DiffFile(
                 path=path,
                 old_path=old,
-                status=_STATUS.get(status, "modified"),  # type: ignore[arg-type]
+                status=_STATUS.get(status, "modified"),
                 additions=0 if binary else int(counts[0]),
                 deletions=0 if binary else int(counts[1]),
                 binary=binary,
@@ -612,6 +613,11 @@ def _hunks(a: bytes, b: bytes) -> tuple[list[str], int, int]:
     return out, adds, dels
 
 
+def _label(name: str) -> str:
+    """A ---/+++ label; git ends one that contains a space with a TAB (for GNU patch)."""
+    return name + "\t" if " " in name else name
+
+
 def _content(entry: TreeEntry, blobs: dict[str, bytes]) -> bytes:
     if entry.type == "commit":
         return f"Subproject commit {entry.sha}\n".encode()
@@ -624,6 +630,7 @@ def _one_side(
     """One file's section in git's layout (diff.c builtin_diff/fill_metainfo)."""
     head = [f"diff --git {quote_path('a/' + path_a)} {quote_path('b/' + path_b)}\n"]
     renamed = a is not None and b is not None and path_a != path_b
+    status: Status
     if a is None and b is not None:
         head.append(f"new file mode {b.mode:0>6}\n")
         status = "added"
@@ -645,11 +652,7 @@ def _one_side(
     old_path = path_a if renamed else None
     if a and b and a.sha == b.sha:
         return "".join(head), DiffFile(
-            path=path,
-            old_path=old_path,
-            status=status,
-            additions=0,
-            deletions=0,  # type: ignore[arg-type]
+            path=path, old_path=old_path, status=status, additions=0, deletions=0
         )
     same_mode = f" {b.mode:0>6}" if a and b and a.mode == b.mode else ""
     head.append(f"index {a.sha[:7] if a else ZERO}..{b.sha[:7] if b else ZERO}{same_mode}\n")
@@ -663,13 +666,11 @@ def _one_side(
         head.append(f"Binary files {src} and {dst} differ\n")
     elif old or new:
         hunks, adds, dels = _hunks(old, new)
-        # git ends a ---/+++ label that contains a space with a TAB (for GNU patch)
-        tab = lambda label: "\t" if " " in label else ""  # noqa: E731
-        head += [f"--- {src}{tab(src)}\n", f"+++ {dst}{tab(dst)}\n", *hunks]
+        head += [f"--- {_label(src)}\n", f"+++ {_label(dst)}\n", *hunks]
     return "".join(head), DiffFile(
         path=path,
         old_path=old_path,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         additions=adds,
         deletions=dels,
         binary=binary,

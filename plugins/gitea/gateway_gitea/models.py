@@ -286,10 +286,13 @@ class ResolvedRef(BaseModel):
     sha: str
 
 
+Status = Literal["added", "deleted", "modified", "renamed", "type_changed", "copied"]
+
+
 class DiffFile(BaseModel):
     path: str
     old_path: str | None = Field(None, description="Set for renames: the path at base.")
-    status: Literal["added", "deleted", "modified", "renamed", "type_changed", "copied"]
+    status: Status
     additions: int
     deletions: int
     binary: bool = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from gateway import ErrorCode, GatewayError, ToolContext
 
@@ -142,7 +142,7 @@ async def get_job_diff(args: DiffArgs, ctx: ToolContext[Settings]) -> DiffResult
     hint = "call again with a larger max_chars (0 = unlimited) or one file_path"
     limit = diff.TextLimit(args.max_chars)
     files = None
-    used = "difflib"
+    used: Literal["git", "difflib"] = "difflib"
     if git is not None:
         files = await ctx.run_sync(
             diff.git_diff, git, walk, blobs, (base.tree, head.tree), args.file_path, limit
@@ -166,7 +166,7 @@ async def get_job_diff(args: DiffArgs, ctx: ToolContext[Settings]) -> DiffResult
         base=ResolvedRef(ref=args.base, sha=base.sha),
         head=ResolvedRef(ref=args.head, sha=head.sha),
         file_path=args.file_path,
-        engine=used,  # type: ignore[arg-type]
+        engine=used,
         summary=summary,
         diff=limit.text(hint),
         truncated=limit.over,
@@ -217,10 +217,11 @@ async def get_job_file(args: FileArgs, ctx: ToolContext[Settings]) -> FileResult
     )
 
 
-_TYPES = {"tree": "dir", "commit": "submodule"}
+EntryType = Literal["file", "dir", "symlink", "submodule"]
+_TYPES: dict[str, EntryType] = {"tree": "dir", "commit": "submodule"}
 
 
-def _entry_type(e: TreeEntry) -> str:
+def _entry_type(e: TreeEntry) -> EntryType:
     if e.type == "blob":
         return "symlink" if e.mode == "120000" else "file"
     return _TYPES[e.type]
@@ -265,7 +266,7 @@ async def list_job_files(args: ListFilesArgs, ctx: ToolContext[Settings]) -> Fil
         FileEntry(
             name=e.name,
             path=prefix + e.name,
-            type=_entry_type(e),  # type: ignore[arg-type]
+            type=_entry_type(e),
             size=e.size if e.type == "blob" else 0,
             sha=e.sha,
         )
