@@ -35,13 +35,17 @@ class CallResult:
     payload: dict[str, Any]
     is_error: bool
     tool: RegisteredTool | None = None
+    encoded: str | None = None
 
     @property
     def code(self) -> str:
         return str(self.payload["error"]["code"]) if self.is_error else "OK"
 
     def text(self) -> str:
-        return json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
+        """The same JSON, compact: encoded once (large pages are megabytes)."""
+        if self.encoded is None:
+            self.encoded = json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
+        return self.encoded
 
 
 def format_validation_error(exc: ValidationError) -> GatewayError:
@@ -237,7 +241,7 @@ class Pipeline:
             try:
                 with anyio.fail_after(timeout):
                     raw = await spec.handler(args, ctx)
-                payload = self._shape(tool, raw)
+                payload, encoded = self._shape(tool, raw)
             except GatewayError as err:
                 outcome = self._error(err, tool)
             except TimeoutError:
@@ -265,7 +269,7 @@ class Pipeline:
                 else:
                     outcome = self._internal(tool, cid, exc)
             else:
-                outcome = CallResult(payload, False, tool)
+                outcome = CallResult(payload, False, tool, encoded)
         except BaseException:
             if breaker is not None:
                 breaker.release()
@@ -279,16 +283,17 @@ class Pipeline:
                 breaker.record_success()
         return outcome
 
-    def _shape(self, tool: RegisteredTool, raw: Any) -> dict[str, Any]:
-        # 5. the complete JSON payload; Claude Code shows the model only structuredContent
+    def _shape(self, tool: RegisteredTool, raw: Any) -> tuple[dict[str, Any], str]:
+        # 5. the complete JSON payload (Claude Code shows the model only structuredContent) and
+        # the same JSON as compact text, each produced once; pydantic encodes in native code.
         model = tool.spec.output_model
         if model is not None and not isinstance(raw, model):
             raw = model.model_validate(raw)
         if isinstance(raw, BaseModel):
-            return raw.model_dump(mode="json")
+            return raw.model_dump(mode="json"), raw.model_dump_json()
         if isinstance(raw, dict):
-            json.dumps(raw)  # fail here, not in the transport, if it is not JSON
-            return raw
+            # Encoding here also fails early, not in the transport, if it is not JSON.
+            return raw, json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
         raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
 
     def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> CallResult:
