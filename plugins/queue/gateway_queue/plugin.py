@@ -297,7 +297,8 @@ async def bulk_update_job_status(args: UpdateArgs, ctx: ToolContext[Settings]) -
     try:
         await ctx.run_sync(_apply, path, updates, ctx.settings.busy_timeout)
     except store.MissingJobsError as exc:
-        # All or nothing: report every item as not applied, naming the ids that caused it.
+        # All or nothing, and an error result: nothing changed, so the model must notice and the
+        # audit log must not say OK. The details still say, item by item, what was not applied.
         missing = set(exc.missing_ids)
         ids = ", ".join(str(i) for i in exc.missing_ids)
         results = [
@@ -313,7 +314,17 @@ async def bulk_update_job_status(args: UpdateArgs, ctx: ToolContext[Settings]) -
             )
             for u in args.updates
         ]
-        return UpdateResult(updated_count=0, failed_count=len(results), results=results)
+        raise GatewayError(
+            ErrorCode.NOT_FOUND,
+            f"no job with id {ids}; nothing in this batch was applied (all or nothing): "
+            "resend it without those ids",
+            details={
+                "missing_ids": list(exc.missing_ids),
+                "updated_count": 0,
+                "failed_count": len(results),
+                "results": [r.model_dump() for r in results],
+            },
+        ) from None
     except (FileNotFoundError, store.StoreError) as exc:
         raise _db_error(ctx, path, exc) from None
     for u in args.updates:
@@ -368,7 +379,8 @@ def register_tools(register: Any) -> None:
             description=(
                 "Record triage decisions: set the status of 1-100 jobs at once "
                 "(new, shortlist, reviewed, reject, resume_written, applied), all or nothing. "
-                "If any id does not exist nothing changes and the results name the missing ids. "
+                "If any id does not exist nothing changes and the NOT_FOUND error names the "
+                "missing ids. "
                 "Setting the same status again succeeds (safe to retry)."
             ),
             input_model=UpdateArgs,

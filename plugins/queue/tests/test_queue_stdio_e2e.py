@@ -71,7 +71,9 @@ async def test_triage_loop_over_stdio_drains_every_new_job_once(tmp_path):
             missing = await client.call_tool(
                 "bulk_update_job_status", {"updates": [{"id": 99999, "status": "reject"}]}
             )
-            assert missing.structured_content["failed_count"] == 1
+            assert missing.is_error
+            assert missing.structured_content["error"]["code"] == "NOT_FOUND"
+            assert missing.structured_content["error"]["details"]["missing_ids"] == [99999]
 
 
 @pytest.mark.e2e

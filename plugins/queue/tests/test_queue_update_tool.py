@@ -98,7 +98,7 @@ async def test_a_decision_is_reversible_by_another_update(gateway_factory, db):
 
 
 @pytest.mark.anyio
-async def test_a_missing_id_changes_nothing_and_the_results_name_it(gateway_factory, db):
+async def test_a_missing_id_changes_nothing_and_the_error_names_it(gateway_factory, db):
     before = all_rows(db)
     gw = gateway_factory(plugins=["queue"])
     async with gw:
@@ -112,7 +112,13 @@ async def test_a_missing_id_changes_nothing_and_the_results_name_it(gateway_fact
             ],
         )
     assert all_rows(db) == before
-    body = result.payload
+    assert result.is_error and result.code == "NOT_FOUND"
+    error = result.payload["error"]
+    assert (
+        "404, 405" in error["message"] and "nothing in this batch was applied" in error["message"]
+    )
+    body = error["details"]
+    assert body["missing_ids"] == [404, 405]
     assert body["updated_count"] == 0 and body["failed_count"] == 4
     assert [r["id"] for r in body["results"]] == [1, 404, 2, 405]
     assert not any(r["success"] for r in body["results"])
