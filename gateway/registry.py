@@ -37,6 +37,28 @@ class RegisteredTool:
         return self.spec.name
 
 
+_NAME_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def strip_titles(schema: Any) -> Any:
+    """Drop pydantic's generated ``title`` keywords ("X", "EchoArgs"): they repeat the field and
+    model names in every ``tools/list`` and tell a client nothing. Keys of ``properties`` (a
+    field may be called ``title``) and descriptions are kept."""
+    if isinstance(schema, list):
+        return [strip_titles(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAME_MAPS and isinstance(value, dict):
+            out[key] = {name: strip_titles(sub) for name, sub in value.items()}
+        elif key == "title" and isinstance(value, str):
+            continue
+        else:
+            out[key] = strip_titles(value)
+    return out
+
+
 def mutation_paragraph(m: Mutation) -> str:
     reversible = "reversible" if m.reversible else "NOT reversible"
     kind = "destructive" if m.destructive else "not destructive"
@@ -102,8 +124,10 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
     """Validate a spec and derive its published form."""
     tier = validate_spec(spec)
     try:
-        input_schema = spec.input_model.model_json_schema()
-        output_schema = spec.output_model.model_json_schema() if spec.output_model else None
+        input_schema = strip_titles(spec.input_model.model_json_schema())
+        output_schema = (
+            strip_titles(spec.output_model.model_json_schema()) if spec.output_model else None
+        )
     except Exception as exc:  # pydantic raises several kinds for unschematizable models
         raise RegistrationError(f"tool {spec.name!r}: schema cannot be generated ({exc})") from None
     if input_schema.get("type") != "object":

@@ -181,3 +181,24 @@ async def test_plugins_sanitize_text_in_successful_results_with_the_gateways_sec
     async with gw:
         r = await gw.call("batch")
     assert r.payload["items"][1]["error"] == "item 2 failed: token [REDACTED] at …/x.db"
+
+
+def test_published_schemas_drop_generated_titles_but_keep_fields_named_title():
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from gateway.registry import strip_titles
+
+    class Item(BaseModel):
+        title: str = Field(description="The item's title.")
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        items: list[Item]
+
+    schema = strip_titles(In.model_json_schema())
+    assert "title" not in schema
+    item = schema["$defs"]["Item"]
+    assert "title" not in item and item["properties"]["title"] == {
+        "description": "The item's title.",
+        "type": "string",
+    }
