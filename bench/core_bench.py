@@ -115,7 +115,8 @@ def bench_cold(args: argparse.Namespace) -> bool:
         + "\n".join(rows)
         + f"\n\n**Target** cold start median ≤ {COLD_TARGET} x bare: "
         f"{c.fmt_ms(med['gateway'])} / {c.fmt_ms(med['bare'])} ms = {r:.2f} x → **{c.verdict(ok)}**\n"
-        "\nCross-check that does not depend on how much CPU the shared machine left the servers: "
+        "\nCross-check, less sensitive to how much CPU the shared machine left the servers "
+        "(CPU time still inflates somewhat under contention): "
         "CPU time (user + system, whole process life incl. shutdown), gateway / bare = "
         f"{c.fmt_ms(c.median(cpu['gateway']))} / {c.fmt_ms(c.median(cpu['bare']))} ms = "
         f"{cpu_ratio:.2f} x (medians; informational, the target is on wall time).\n"
@@ -352,7 +353,8 @@ def bench_latency(args: argparse.Namespace) -> bool:
         + "\n".join(rows)
         + "\n\n"
         + sdk_note
-        + "- Cross-check that does not depend on how much CPU the shared machine left the servers: "
+        + "- Cross-check, less sensitive to how much CPU the shared machine left the servers "
+        "(CPU time still inflates somewhat under contention): "
         "server CPU time per call (user + system, all threads, from `/proc`, 10 ms ticks over the "
         f"{args.calls} measured calls), gateway / bare = {cpu_us['gateway']:.0f} / "
         f"{cpu_us['bare']:.0f} µs = {c.ratio(cpu_us['gateway'], cpu_us['bare']):.2f} x "
@@ -597,7 +599,8 @@ def bench_http(args: argparse.Namespace) -> bool:
         + rows
         + f"\n\n**Target** HTTP throughput ≥ {HTTP_TARGET} x bare (median of rounds, 0 errors): "
         f"{rps['gateway']:.0f} / {rps['bare']:.0f} req/s = {r:.2f} x, {failures} errors → **{c.verdict(ok)}**\n"
-        + "\nCross-check that does not depend on how much CPU the shared machine left the server: "
+        + "\nCross-check, less sensitive to how much CPU the shared machine left the server "
+        "(CPU time still inflates somewhat under contention): "
         f"requests per server CPU-second, gateway / bare = {per_cpu['gateway']:.0f} / "
         f"{per_cpu['bare']:.0f} = {c.ratio(per_cpu['gateway'], per_cpu['bare']):.2f} x (medians; "
         "informational, the target is on throughput).\n"
