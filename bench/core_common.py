@@ -505,6 +505,30 @@ class Machine:
         return max(0.0, (busy - self._ticks[0] - own_ticks) / d_total)
 
 
+def gateway_revision() -> str:
+    """The commit the measured core comes from, and whether ``gateway/`` had local edits."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "gateway"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "an unknown commit"
+    if not head:
+        return "an unknown commit"
+    return f"commit {head}" + (" with uncommitted changes in gateway/" if dirty else "")
+
+
 def facts_line(command: str, machine: Machine) -> str:
     """The header every figure section carries: when, where, load, how to rerun."""
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -513,7 +537,8 @@ def facts_line(command: str, machine: Machine) -> str:
     warn = share is not None and share >= Machine.BUSY_SHARE
     return (
         f"- Date: {now}; nproc: {nproc()} ({cpu_model()}); Python {platform.python_version()}; "
-        f"mcp {package_version('mcp')}, mcp-gateway {package_version('mcp-gateway')}\n"
+        f"mcp {package_version('mcp')}, mcp-gateway {package_version('mcp-gateway')} "
+        f"at {gateway_revision()}\n"
         f"- Load average (1/5/15 min) before the run: {machine.load_before}; CPU used by other "
         f"processes during the run: {others}\n"
         f"- Rerun: `{command}`\n"
