@@ -10,6 +10,7 @@ import logging
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,17 +36,22 @@ class CallResult:
     payload: dict[str, Any]
     is_error: bool
     tool: RegisteredTool | None = None
-    encoded: str | None = None
+    encode: Callable[[], str] | None = None
+    _encoded: str | None = None
 
     @property
     def code(self) -> str:
         return str(self.payload["error"]["code"]) if self.is_error else "OK"
 
     def text(self) -> str:
-        """The same JSON, compact: encoded once (large pages are megabytes)."""
-        if self.encoded is None:
-            self.encoded = json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
-        return self.encoded
+        """The same JSON, compact: encoded once, when a transport asks (pages are megabytes)."""
+        if self._encoded is None:
+            self._encoded = (
+                self.encode()
+                if self.encode is not None
+                else json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
+            )
+        return self._encoded
 
 
 def format_validation_error(exc: ValidationError) -> GatewayError:
@@ -241,7 +247,7 @@ class Pipeline:
             try:
                 with anyio.fail_after(timeout):
                     raw = await spec.handler(args, ctx)
-                payload, encoded = self._shape(tool, raw)
+                payload, encode = self._shape(tool, raw)
             except GatewayError as err:
                 outcome = self._error(err, tool)
             except TimeoutError:
@@ -269,7 +275,7 @@ class Pipeline:
                 else:
                     outcome = self._internal(tool, cid, exc)
             else:
-                outcome = CallResult(payload, False, tool, encoded)
+                outcome = CallResult(payload, False, tool, encode)
         except BaseException:
             if breaker is not None:
                 breaker.release()
@@ -283,17 +289,20 @@ class Pipeline:
                 breaker.record_success()
         return outcome
 
-    def _shape(self, tool: RegisteredTool, raw: Any) -> tuple[dict[str, Any], str]:
-        # 5. the complete JSON payload (Claude Code shows the model only structuredContent) and
-        # the same JSON as compact text, each produced once; pydantic encodes in native code.
+    def _shape(
+        self, tool: RegisteredTool, raw: Any
+    ) -> tuple[dict[str, Any], Callable[[], str] | None]:
+        # 5. the complete JSON payload (Claude Code shows the model only structuredContent), and
+        # how to encode the same JSON as compact text: pydantic does it in native code.
         model = tool.spec.output_model
         if model is not None and not isinstance(raw, model):
             raw = model.model_validate(raw)
         if isinstance(raw, BaseModel):
-            return raw.model_dump(mode="json"), raw.model_dump_json()
+            return raw.model_dump(mode="json"), raw.model_dump_json
         if isinstance(raw, dict):
-            # Encoding here also fails early, not in the transport, if it is not JSON.
-            return raw, json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
+            # Encode now: a dict that is not JSON must fail here, not in the transport.
+            text = json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
+            return raw, lambda: text
         raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
 
     def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> CallResult:
