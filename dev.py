@@ -48,12 +48,13 @@ def setup() -> None:
         return
     print("dev: installing the core, plugins and test tools into .venv", file=sys.stderr)
     pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    # stdout stays clean: `dev.py run` may be the stdio server a client launches.
+    subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=sys.stderr)
     args = []
     for pkg in packages():
         spec = str(pkg) + ("[test]" if pkg == ROOT else "")
         args += ["-e", spec]
-    subprocess.run([*pip, *args], check=True)
+    subprocess.run([*pip, *args], check=True, stdout=sys.stderr)
     STAMP.write_text(want)
 
 
