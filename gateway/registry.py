@@ -38,25 +38,83 @@ class RegisteredTool:
 
 
 _NAME_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_DEF_PREFIX = "#/$defs/"
 
 
-def strip_titles(schema: Any) -> Any:
-    """Drop pydantic's generated ``title`` keywords ("X", "EchoArgs"): they repeat the field and
-    model names in every ``tools/list`` and tell a client nothing. Keys of ``properties`` (a
-    field may be called ``title``) and descriptions are kept."""
-    if isinstance(schema, list):
-        return [strip_titles(v) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _NAME_MAPS and isinstance(value, dict):
-            out[key] = {name: strip_titles(sub) for name, sub in value.items()}
-        elif key == "title" and isinstance(value, str):
-            continue
-        else:
-            out[key] = strip_titles(value)
-    return out
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    found = {node["$ref"].removeprefix(_DEF_PREFIX)} if isinstance(node.get("$ref"), str) else set()
+    return found.union(*(_refs(v) for v in node.values()))
+
+
+def _recursive_defs(defs: dict[str, Any]) -> set[str]:
+    """Definitions that reach themselves through ``$ref``s: those cannot be inlined."""
+    direct = {name: _refs(body) for name, body in defs.items()}
+    recursive = set()
+    for start in defs:
+        seen, todo = set(), list(direct[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                recursive.add(start)
+                break
+            if name in seen or name not in direct:
+                continue
+            seen.add(name)
+            todo.extend(direct[name])
+    return recursive
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON Schema, smaller and cheaper to check, for every published schema.
+
+    - pydantic's generated ``title`` keywords ("X", "EchoArgs") go: they repeat field and model
+      names and tell a client nothing (keys of ``properties`` stay: a field may be ``title``);
+    - ``$ref``s to non-recursive ``$defs`` are inlined: strict clients (the official SDK checks
+      every result against ``outputSchema``) resolve them on every check, and some clients
+      handle ``$ref`` poorly;
+    - ``anyOf`` of plain types becomes a type list (``["string", "null"]``).
+    """
+    defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), dict) else {}
+    keep = _recursive_defs(defs)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_DEF_PREFIX):
+            name = ref.removeprefix(_DEF_PREFIX)
+            if name in defs and name not in keep:
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return walk({**defs[name], **rest})
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "$defs":
+                continue
+            if key in _NAME_MAPS and isinstance(value, dict):
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            elif key == "title" and isinstance(value, str):
+                continue
+            else:
+                out[key] = walk(value)
+        branches = out.get("anyOf")
+        if isinstance(branches, list) and all(
+            isinstance(b, dict) and set(b) == {"type"} and isinstance(b["type"], str)
+            for b in branches
+        ):
+            del out["anyOf"]
+            out["type"] = [b["type"] for b in branches]
+        return out
+
+    result: dict[str, Any] = walk(schema)
+    if keep:
+        result["$defs"] = {name: walk(defs[name]) for name in sorted(keep)}
+    return result
 
 
 def mutation_paragraph(m: Mutation) -> str:
@@ -124,9 +182,9 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
     """Validate a spec and derive its published form."""
     tier = validate_spec(spec)
     try:
-        input_schema = strip_titles(spec.input_model.model_json_schema())
+        input_schema = compact_schema(spec.input_model.model_json_schema())
         output_schema = (
-            strip_titles(spec.output_model.model_json_schema()) if spec.output_model else None
+            compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
         )
     except Exception as exc:  # pydantic raises several kinds for unschematizable models
         raise RegistrationError(f"tool {spec.name!r}: schema cannot be generated ({exc})") from None

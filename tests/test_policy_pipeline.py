@@ -186,7 +186,7 @@ async def test_plugins_sanitize_text_in_successful_results_with_the_gateways_sec
 def test_published_schemas_drop_generated_titles_but_keep_fields_named_title():
     from pydantic import BaseModel, ConfigDict, Field
 
-    from gateway.registry import strip_titles
+    from gateway.registry import compact_schema
 
     class Item(BaseModel):
         title: str = Field(description="The item's title.")
@@ -195,10 +195,44 @@ def test_published_schemas_drop_generated_titles_but_keep_fields_named_title():
         model_config = ConfigDict(extra="forbid")
         items: list[Item]
 
-    schema = strip_titles(In.model_json_schema())
-    assert "title" not in schema
-    item = schema["$defs"]["Item"]
+    schema = compact_schema(In.model_json_schema())
+    assert "title" not in schema and "$defs" not in schema
+    item = schema["properties"]["items"]["items"]
     assert "title" not in item and item["properties"]["title"] == {
         "description": "The item's title.",
         "type": "string",
     }
+
+
+def test_compaction_keeps_recursive_definitions_and_the_same_verdicts():
+    from jsonschema import Draft202012Validator
+    from pydantic import BaseModel
+
+    from gateway.registry import compact_schema
+
+    class Node(BaseModel):
+        name: str
+        note: str | None = None
+        children: list[Node] = []
+
+    class Tree(BaseModel):
+        root: Node
+        size: int | None
+
+    original = Tree.model_json_schema()
+    compact = compact_schema(original)
+    assert set(compact["$defs"]) == {"Node"}  # recursive: kept as a reference
+    assert compact["properties"]["size"]["type"] == ["integer", "null"]
+    docs = [
+        {"root": {"name": "a", "children": [{"name": "b", "note": None}]}, "size": 2},
+        {"root": {"name": "a", "children": [{"name": 3}]}, "size": 2},
+        {"root": {"name": "a"}, "size": "2"},
+        {"root": {"name": "a", "note": 5}, "size": None},
+        {"size": None},
+    ]
+    a, b = Draft202012Validator(compact), Draft202012Validator(original)
+    assert (
+        [a.is_valid(d) for d in docs]
+        == [b.is_valid(d) for d in docs]
+        == [True, False, False, False, False]
+    )

@@ -124,34 +124,6 @@ class Job(BaseModel):
     captured_at: str | None
 
 
-def _compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same JSON Schema, cheaper to check: ``$ref``s inlined and ``anyOf`` of plain types
-    written as a type list. Strict clients (the official SDK) validate every result against the
-    output schema; for a page of 1000 jobs that check, not the query, was the dominant cost."""
-    defs = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(n) for n in node]
-        if not isinstance(node, dict):
-            return node
-        node = dict(node)
-        ref = node.pop("$ref", None)
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            node = {**defs[ref.removeprefix("#/$defs/")], **node}
-        node = {k: walk(v) for k, v in node.items() if k != "$defs"}
-        branches = node.get("anyOf")
-        if isinstance(branches, list) and all(
-            isinstance(b, dict) and set(b) == {"type"} and isinstance(b["type"], str)
-            for b in branches
-        ):
-            del node["anyOf"]
-            node["type"] = [b["type"] for b in branches]
-        return node
-
-    return walk(schema)  # type: ignore[no-any-return]
-
-
 class ReadResult(BaseModel):
     jobs: list[Job]
     count: int = Field(description="Number of jobs in this page.")
@@ -159,10 +131,6 @@ class ReadResult(BaseModel):
     next_cursor: str | None = Field(
         description="Pass as cursor to get the next page; null when has_more is false."
     )
-
-    @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return _compact_schema(super().model_json_schema(*args, **kwargs))
 
 
 def _text(value: Any) -> str | None:

@@ -377,10 +377,11 @@ async def test_official_client_sees_the_page_as_structured_content_and_text(gate
 def test_compact_output_schema_accepts_and_rejects_exactly_what_the_model_schema_does():
     from gateway_queue.plugin import ReadResult
     from jsonschema import Draft202012Validator
-    from pydantic import BaseModel
 
-    compact = Draft202012Validator(ReadResult.model_json_schema())
-    original = Draft202012Validator(BaseModel.model_json_schema.__func__(ReadResult))
+    from gateway.registry import compact_schema
+
+    compact = Draft202012Validator(compact_schema(ReadResult.model_json_schema()))
+    original = Draft202012Validator(ReadResult.model_json_schema())
     job = {f: "x" for f in store.JOB_FIELDS} | {"id": 1}
     docs = [
         {"jobs": [job], "count": 1, "has_more": True, "next_cursor": "abc"},
