@@ -330,7 +330,9 @@ def register_tools(register: Any) -> None:
                 "first (captured_at DESC, id DESC). Each job has id, job_id, title, company, "
                 "description, url, location, source, status and captured_at (null when missing). "
                 "When has_more is true, call again with cursor=next_cursor for the next page. "
-                "Read-only: use bulk_update_job_status to record decisions."
+                "Read-only: use bulk_update_job_status to record decisions. Descriptions are "
+                "long (often ~3 KB): in clients that cap tool output (Claude Code, ~25k tokens by "
+                "default) prefer limit 10-20."
             ),
             input_model=ReadArgs,
             output_model=ReadResult,
