@@ -89,6 +89,8 @@ class GatewayConfig:
     breaker_reset_seconds: float = 30.0
     resource_timeout: float = 10.0
     token: SecretStr | None = None
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
     debug: bool = False
     log_level: str = "INFO"
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -115,6 +117,8 @@ _GATEWAY_KEYS: dict[str, str] = {
     "breaker_reset_seconds": "float",
     "resource_timeout": "float",
     "token": "secret",
+    "allowed_hosts": "list",
+    "allowed_origins": "list",
     "debug": "bool",
     "log_level": "str",
 }

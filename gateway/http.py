@@ -100,10 +100,24 @@ def build_http_app(
         code = 200 if not failing else 503
         return JSONResponse({"ready": not failing, **status}, status_code=code)
 
-    hosts = allowed_hosts or (
-        ["127.0.0.1:*", "localhost:*", "[::1]:*"] if is_loopback(host) else [f"{host}:*"]
-    )
-    origins = allowed_origins or ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    loopback_hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    if allowed_hosts:
+        hosts = list(allowed_hosts)
+    elif is_loopback(host):
+        hosts = loopback_hosts
+    elif host in ("0.0.0.0", "::", "[::]"):
+        raise HttpSettingsError(
+            f"serving on every interface ({host}) needs the Host names clients will use: set "
+            "MCP_GATEWAY_ALLOWED_HOSTS (e.g. 'gateway.example:*,10.0.0.5:*'); requests with "
+            "other Host headers are refused to block DNS rebinding"
+        )
+    else:
+        hosts = [f"{host}:*", f"[{host}]:*"] if ":" in host else [f"{host}:*"]
+    origins = list(allowed_origins or []) or [
+        "http://127.0.0.1:*",
+        "http://localhost:*",
+        "http://[::1]:*",
+    ]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -121,6 +135,9 @@ def build_http_app(
 def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None:
     import uvicorn
 
-    token = gateway.config.token.get_secret_value() if gateway.config.token else None
+    cfg = gateway.config
+    token = cfg.token.get_secret_value() if cfg.token else None
+    kwargs.setdefault("allowed_hosts", cfg.allowed_hosts)
+    kwargs.setdefault("allowed_origins", cfg.allowed_origins)
     app = build_http_app(gateway, host=host, port=port, token=token, **kwargs)
     uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")

@@ -29,9 +29,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def http_gateway(tmp_path) -> Iterator[str]:
+def http_gateway(tmp_path, request) -> Iterator[str]:
     port = _free_port()
-    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes")
+    extra = getattr(request, "param", {})
+    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes", **extra)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "serve", "--transport", "http", "--port", str(port)],
         cwd=tmp_path,
@@ -137,6 +138,53 @@ def test_a_foreign_origin_is_403(http_gateway):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Origin": "https://evil.example"}
     r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code == 403
+
+
+def test_serving_every_interface_needs_the_allowed_host_names(tmp_path):
+    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "1",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "MCP_GATEWAY_ALLOWED_HOSTS" in proc.stderr
+    assert TOKEN not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "http_gateway", [{"MCP_GATEWAY_ALLOWED_HOSTS": "gw.example:*"}], indirect=True
+)
+def test_configured_host_names_are_accepted_and_others_refused(http_gateway):
+    port = http_gateway.rsplit(":", 1)[1]
+    base = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"}
+    ok = httpx.post(
+        http_gateway + "/mcp",
+        json=_rpc("tools/list", {}),
+        headers={**base, "Host": f"gw.example:{port}"},
+        timeout=10,
+    )
+    assert ok.status_code == 200
+    other = httpx.post(
+        http_gateway + "/mcp",
+        json=_rpc("tools/list", {}),
+        headers={**base, "Host": f"127.0.0.1:{port}"},
+        timeout=10,
+    )
+    assert other.status_code == 421
 
 
 def test_a_foreign_host_header_is_refused(http_gateway):
