@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from .config import ConfigError, load_config
+from .health import HealthResult
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,12 +119,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "health":
 
-        async def run_health() -> list[dict[str, Any]]:
+        async def run_health() -> list[HealthResult]:
             async with gateway:
-                return [r.as_dict() for r in await gateway.health.run(use_cache=False)]
+                return await gateway.health.run(use_cache=False)
 
-        results = anyio.run(run_health)
-        failed = [r for r in results if r["required"] and r["status"] != "ok"]
+        checks = anyio.run(run_health)
+        failed = [r for r in checks if r.blocking]
+        results = [r.as_dict() for r in checks]
         plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
         if args.json:
             _print(

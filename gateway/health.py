@@ -91,6 +91,12 @@ class HealthResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def blocking(self) -> bool:
+        """A required check that failed or timed out. An unconfigured backend is reported but
+        does not block: the deployment chose not to set it up."""
+        return self.required and self.status in ("failed", "timeout")
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "plugin": self.plugin,

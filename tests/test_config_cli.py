@@ -151,3 +151,13 @@ def test_claude_config_allows_read_tools_and_asks_for_mutations(tmp_path, capsys
 def test_a_missing_config_file_is_reported_without_its_path(tmp_path):
     r = _run(tmp_path, "--config", str(tmp_path / "nope.toml"), "plugins")
     assert r.returncode == 2 and "nope.toml" in r.stderr and str(tmp_path) not in r.stderr
+
+
+def test_cli_health_reports_an_unconfigured_backend_without_failing(plugin_site, tmp_path):
+    plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
+    r = _run(
+        tmp_path, "health", "--json", MCP_GATEWAY_PLUGINS="svc", PYTHONPATH=os.environ["PYTHONPATH"]
+    )
+    report = json.loads(r.stdout)
+    assert r.returncode == 0 and report["checks"][0]["status"] == "unconfigured"
+    assert "set SVC_URL" in report["checks"][0]["detail"]
