@@ -22,12 +22,17 @@ async def main() -> None:
     rows = []
     for tool in tools:
         wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-        parts = {k: len(json.dumps(wire.get(k, ""), separators=(",", ":"))) for k in ("description", "inputSchema", "outputSchema")}
+        parts = {
+            k: len(json.dumps(wire.get(k, ""), separators=(",", ":")))
+            for k in ("description", "inputSchema", "outputSchema")
+        }
         rows.append((tool.name, len(json.dumps(wire, separators=(",", ":"))), parts))
     print("| tool | bytes | description | inputSchema | outputSchema |")
     print("|---|---:|---:|---:|---:|")
     for name, total, p in sorted(rows, key=lambda r: -r[1]):
-        print(f"| `{name}` | {total} | {p['description']} | {p['inputSchema']} | {p['outputSchema']} |")
+        print(
+            f"| `{name}` | {total} | {p['description']} | {p['inputSchema']} | {p['outputSchema']} |"
+        )
     print(f"| **all {len(rows)} tools** | {sum(r[1] for r in rows)} | | | |")
 
 
