@@ -62,9 +62,9 @@ def _rpc(method: str, params: dict, id_: int = 1) -> dict:
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
 
 
-def test_refuses_to_start_on_a_public_address_without_a_token(tmp_path):
-    env = gateway_env()
-    proc = subprocess.run(
+def _serve_every_interface(tmp_path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Start the HTTP server on 0.0.0.0; every such test expects it to refuse."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -78,11 +78,15 @@ def test_refuses_to_start_on_a_public_address_without_a_token(tmp_path):
             "1",
         ],
         cwd=tmp_path,
-        env=env,
+        env=gateway_env(**env),
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_refuses_to_start_on_a_public_address_without_a_token(tmp_path):
+    proc = _serve_every_interface(tmp_path)
     assert proc.returncode == 2
     assert "MCP_GATEWAY_TOKEN" in proc.stderr and "non-loopback" in proc.stderr
 
@@ -141,26 +145,7 @@ def test_a_foreign_origin_is_403(http_gateway):
 
 
 def test_serving_every_interface_needs_the_allowed_host_names(tmp_path):
-    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "serve",
-            "--transport",
-            "http",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "1",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _serve_every_interface(tmp_path, MCP_GATEWAY_TOKEN=TOKEN)
     assert proc.returncode == 2 and "MCP_GATEWAY_ALLOWED_HOSTS" in proc.stderr
     assert TOKEN not in proc.stderr
 
