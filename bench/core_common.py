@@ -537,7 +537,7 @@ def facts_line(command: str, machine: Machine) -> str:
     warn = share is not None and share >= Machine.BUSY_SHARE
     return (
         f"- Date: {now}; nproc: {nproc()} ({cpu_model()}); Python {platform.python_version()}; "
-        f"mcp {package_version('mcp')}, mcp-gateway {package_version('mcp-gateway')} "
+        f"mcp {package_version('mcp')}, mcp-plugin-gateway {package_version('mcp-plugin-gateway')} "
         f"at {gateway_revision()}\n"
         f"- Load average (1/5/15 min) before the run: {machine.load_before}; CPU used by other "
         f"processes during the run: {others}\n"
