@@ -5,8 +5,11 @@
     python3 dev.py test [ARGS...]  # set up .venv with test extras, then pytest ARGS
     python3 dev.py setup           # only set up
 
-Setup creates .venv, installs the core and every plugin under plugins/ and examples/ in
-editable mode, and skips the install when nothing it depends on changed since last time.
+Setup creates .venv and installs the core and every plugin under plugins/ in editable mode:
+that is a deployment, and `run` serves exactly those. The example plugins under examples/ are
+for the test suite only: `test` installs them into .venv/examples-site, which only the test run
+puts on PYTHONPATH, so they are never offered to a client. Each install is skipped when
+nothing it depends on changed since last time.
 """
 
 from __future__ import annotations
@@ -23,39 +26,55 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".dev-setup-stamp"
+EXAMPLES_SITE = VENV / "examples-site"
+EXAMPLES_STAMP = VENV / ".dev-examples-stamp"
+PIP = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
 
 
 def packages() -> list[Path]:
-    found = [ROOT]
-    for group in ("plugins", "examples"):
-        found += sorted(p.parent for p in (ROOT / group).glob("*/pyproject.toml"))
-    return found
+    return [ROOT, *sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))]
 
 
-def fingerprint() -> str:
+def examples() -> list[Path]:
+    return sorted(p.parent for p in (ROOT / "examples").glob("*/pyproject.toml"))
+
+
+def fingerprint(paths: list[Path], *, sources: bool = False) -> str:
     h = hashlib.sha256(sys.version.encode())
-    for pkg in packages():
-        h.update((pkg / "pyproject.toml").read_bytes())
+    for pkg in paths:
+        files = sorted(pkg.rglob("*.py")) if sources else []
+        for f in [pkg / "pyproject.toml", *files]:
+            h.update(str(f.relative_to(ROOT)).encode() + f.read_bytes())
     return h.hexdigest()
 
 
-def setup() -> None:
+def _install(stamp: Path, want: str, args: list[str], what: str) -> None:
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    print(f"dev: installing {what}", file=sys.stderr)
+    # stdout stays clean: `dev.py run` may be the stdio server a client launches.
+    subprocess.run([*PIP, *args], check=True, stdout=sys.stderr)
+    stamp.write_text(want)
+
+
+def setup(*, with_examples: bool = False) -> None:
     if not PY.exists():
         print("dev: creating .venv", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    want = fingerprint()
-    if STAMP.exists() and STAMP.read_text() == want:
-        return
-    print("dev: installing the core, plugins and test tools into .venv", file=sys.stderr)
-    pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    # stdout stays clean: `dev.py run` may be the stdio server a client launches.
-    subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=sys.stderr)
+        subprocess.run([*PIP, "--upgrade", "pip"], check=True, stdout=sys.stderr)
     args = []
     for pkg in packages():
-        spec = str(pkg) + ("[test]" if pkg == ROOT else "")
-        args += ["-e", spec]
-    subprocess.run([*pip, *args], check=True, stdout=sys.stderr)
-    STAMP.write_text(want)
+        args += ["-e", str(pkg) + ("[test]" if pkg == ROOT else "")]
+    _install(STAMP, fingerprint(packages()), args, "the core, plugins and test tools into .venv")
+    if with_examples:
+        # A copy (not editable) in a folder of its own: re-installed whenever a source changes.
+        want = fingerprint(examples(), sources=True)
+        if not (EXAMPLES_STAMP.exists() and EXAMPLES_STAMP.read_text() == want):
+            import shutil
+
+            shutil.rmtree(EXAMPLES_SITE, ignore_errors=True)
+        args = ["--no-deps", "--target", str(EXAMPLES_SITE), *map(str, examples())]
+        _install(EXAMPLES_STAMP, want, args, "the example plugins for the tests")
 
 
 def main(argv: list[str]) -> int:
@@ -63,11 +82,15 @@ def main(argv: list[str]) -> int:
     if cmd not in {"run", "test", "setup"}:
         print(__doc__, file=sys.stderr)
         return 2
-    setup()
+    setup(with_examples=cmd == "test")
     if cmd == "setup":
         return 0
     if cmd == "test":
-        return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(EXAMPLES_SITE), env.get("PYTHONPATH", "")) if p
+        )
+        return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
     exe = BIN / ("mcp-gateway.exe" if os.name == "nt" else "mcp-gateway")
     return subprocess.call([str(exe), *(rest or ["serve"])])
 
