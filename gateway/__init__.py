@@ -10,13 +10,22 @@ __version__ = "0.1.0"
 from .config import env_field
 from .errors import ErrorCode, GatewayError
 from .hookspecs import hookimpl
-from .spec import HealthCheck, Mutation, PluginContext, Tier, ToolContext, ToolSpec
+from .spec import (
+    HealthCheck,
+    Mutation,
+    NotInitialized,
+    PluginContext,
+    Tier,
+    ToolContext,
+    ToolSpec,
+)
 
 __all__ = [
     "ErrorCode",
     "GatewayError",
     "HealthCheck",
     "Mutation",
+    "NotInitialized",
     "PluginContext",
     "Tier",
     "ToolContext",

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from .errors import ErrorCode, GatewayError, Sanitizer
-from .spec import HealthCheck
+from .spec import HealthCheck, NotInitialized
 
 
 class BreakerState(enum.StrEnum):
@@ -81,7 +81,7 @@ class HealthResult:
     plugin: str
     name: str
     backend: str | None
-    status: str  # ok | failed | timeout | unconfigured
+    status: str  # ok | failed | timeout | unconfigured | uninitialized
     detail: str | None
     required: bool
     duration_ms: float
@@ -94,7 +94,8 @@ class HealthResult:
     @property
     def blocking(self) -> bool:
         """A required check that failed or timed out. An unconfigured backend is reported but
-        does not block: the deployment chose not to set it up."""
+        does not block (the deployment chose not to set it up), nor does one with no data yet
+        (a fresh install)."""
         return self.required and self.status in ("failed", "timeout")
 
     def as_dict(self) -> dict[str, Any]:
@@ -212,13 +213,15 @@ class HealthMonitor:
                 detail = await check.check()
         except TimeoutError:
             status, detail = "timeout", f"no answer within {timeout:g} s"
+        except NotInitialized as exc:
+            status, detail = "uninitialized", str(exc) or "not initialized yet"
         except Exception as exc:
             status = "failed"
             detail = self._sanitize(
                 f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             )
         duration = (time.perf_counter() - started) * 1000
-        if check.backend:
+        if check.backend and status != "uninitialized":
             b = self.breaker(plugin, check.backend)
             if status == "ok":
                 b.record_success()

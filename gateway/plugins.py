@@ -200,6 +200,7 @@ class PluginLoader:
                 settings=settings,
                 data_roots=tuple(self.config.data_roots),
                 logger=logging.getLogger(f"gateway.plugin.{src.name}"),
+                read_only=self.config.read_only,
                 sanitizer=self.sanitizer,
             )
             rec.context = ctx

@@ -78,11 +78,18 @@ class ToolSpec:
     max_result_chars: int | None = None
 
 
+class NotInitialized(Exception):
+    """Raise from a health check when the backend is set up correctly but has no data yet (a
+    jobs database before the first scrape). Health reports ``uninitialized`` with the message,
+    which should say what creates it; it is not a failure and does not touch the breaker."""
+
+
 @dataclass(frozen=True)
 class HealthCheck:
     """A named async check of one backend.
 
-    ``check()`` returns ``None`` or a short detail string when healthy and raises when not.
+    ``check()`` returns ``None`` or a short detail string when healthy and raises when not
+    (:class:`NotInitialized` when there is simply nothing there yet).
     ``not_configured``: set it (to a message saying which setting enables the backend) when the
     plugin's settings leave the backend unconfigured; the check is then not run, health reports
     ``unconfigured`` and tools depending on ``backend`` fail fast with ``BACKEND_UNAVAILABLE``
@@ -105,6 +112,8 @@ class PluginContext(Generic[SettingsT]):
     (``None`` when the plugin declares none). ``resources`` is the plugin's own bag for things
     opened once in ``open_resources`` and closed in ``close_resources`` (HTTP clients, pools).
     ``logger`` writes to stderr through the redacting handler; stdout is the stdio transport.
+    ``read_only``: the deployment hides every mutation tool; a plugin must not write on its own
+    initiative either (no background maintenance that changes data).
     """
 
     name: str
@@ -112,6 +121,7 @@ class PluginContext(Generic[SettingsT]):
     settings: SettingsT
     data_roots: tuple[Path, ...]
     logger: logging.Logger
+    read_only: bool = False
     resources: dict[str, Any] = field(default_factory=dict)
     sanitizer: Callable[[str], str] = field(default_factory=Sanitizer)
 

@@ -168,3 +168,24 @@ async def test_stdio_gateway_starts_at_once_and_survives_every_backend_failure(
                     "open",
                     "half_open",
                 }
+
+
+@pytest.mark.anyio
+async def test_check_raising_not_initialized_is_reported_not_failed(gateway_factory):
+    from gateway import HealthCheck, NotInitialized, hookimpl
+
+    class Fresh:
+        @hookimpl
+        def register_health_checks(self, register):
+            async def store() -> str:
+                raise NotInitialized("data/x.db does not exist yet; the first import creates it")
+
+            register(HealthCheck(name="store", check=store, backend="store"))
+
+    gw = gateway_factory(objects={"fresh": Fresh()}, entry_points=False)
+    async with gw:
+        [result] = await gw.health.run(plugin="fresh", use_cache=False)
+        status = await gw.status()
+    assert result.status == "uninitialized" and not result.blocking
+    assert "first import creates it" in (result.detail or "")
+    assert status["backends"].get("fresh/store", {}).get("state", "closed") == "closed"
