@@ -25,6 +25,7 @@ from .plugins import (
 )
 from .policy import Policy
 from .registry import RegisteredTool, Registry
+from .rest.backend import BackendHub
 from .spec import PluginContext, Tier, ToolContext, ToolSpec
 
 BUILTIN = "gateway"
@@ -50,7 +51,10 @@ class Gateway:
             breaker_reset_seconds=config.breaker_reset_seconds,
         )
         self.policy = Policy(read_only=config.read_only, deny_tools=frozenset(config.deny_tools))
-        self.loader = PluginLoader(config, self.registry, self.health, self.sanitizer)
+        self.backends = BackendHub(config.plugin_table, config.env)
+        self.loader = PluginLoader(
+            config, self.registry, self.health, self.sanitizer, self.backends
+        )
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
         self.pipeline = Pipeline(
@@ -82,7 +86,10 @@ class Gateway:
     async def stop(self) -> None:
         if self._started:
             self._started = False
-            await self.loader.close_resources()
+            try:
+                await self.loader.close_resources()
+            finally:
+                await self.backends.aclose()
 
     async def __aenter__(self) -> Gateway:
         await self.start()
@@ -98,7 +105,8 @@ class Gateway:
         results = await self.health.run() if check_health else []
         by_plugin: dict[str, list[dict[str, Any]]] = {}
         for r in results:
-            by_plugin.setdefault(r.plugin, []).append(r.as_dict())
+            for name in (r.plugin, *r.shared_with):
+                by_plugin.setdefault(name, []).append(r.as_dict())
         visible = {t.name for t in self.visible_tools()}
         plugins = []
         for rec in self.plugins:

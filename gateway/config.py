@@ -215,11 +215,19 @@ def load_config(
 def build_settings(
     model: type[BaseModel], table: Mapping[str, Any], env: Mapping[str, str]
 ) -> BaseModel:
-    """Fill a plugin's settings model: env vars declared by :func:`env_field` beat the table."""
+    """Fill a plugin's settings model: env vars declared by :func:`env_field` beat the table.
+
+    A field may instead name only a suffix (``json_schema_extra={"env_suffix": "URL"}``); it is
+    then read from ``<model.env_prefix>_<suffix>`` (how REST backends name their variables).
+    """
     values = resolve_env_refs(dict(table), env)
+    prefix = getattr(model, "env_prefix", "")
     for name, info in model.model_fields.items():
         extra = info.json_schema_extra
         names = extra.get("env") if isinstance(extra, dict) else None
+        suffix = extra.get("env_suffix") if isinstance(extra, dict) else None
+        if names is None and isinstance(suffix, str) and isinstance(prefix, str) and prefix:
+            names = [f"{prefix}_{suffix}"]
         for env_name in names if isinstance(names, list) else []:
             if isinstance(env_name, str) and env.get(env_name, "") != "":
                 values[name] = env[env_name]
@@ -237,9 +245,13 @@ def settings_error(exc: ValidationError) -> str:
 
 
 def secret_values(settings: BaseModel | None) -> list[str]:
-    """Every ``SecretStr`` value in a settings model, for the sanitizer."""
+    """Every ``SecretStr`` value in a settings model, for the sanitizer (or what the model's own
+    ``secret_values()`` names, e.g. passwords inside URLs)."""
     if settings is None:
         return []
+    own = getattr(settings, "secret_values", None)
+    if callable(own):
+        return [str(v) for v in own()]
     out = []
     for name in type(settings).model_fields:
         value = getattr(settings, name, None)

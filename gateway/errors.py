@@ -51,6 +51,9 @@ class GatewayError(Exception):
     "set GITEA_URL to enable these tools"). It is still sanitized on the way out.
     ``details`` is optional JSON-able data (e.g. the missing ids); every string in it is
     sanitized too, lists are cut at 100 items.
+    ``backend_down``: this failure means the tool's backend itself is down (it refused or
+    dropped the connection, or did not answer in time). Only such failures count towards the
+    backend's circuit breaker; a backend that answers, even with an error, is up.
     """
 
     def __init__(
@@ -60,12 +63,14 @@ class GatewayError(Exception):
         *,
         retryable: bool | None = None,
         details: dict[str, Any] | None = None,
+        backend_down: bool = False,
     ) -> None:
         super().__init__(message)
         self.code = ErrorCode(code)
         self.message = message
         self.retryable = RETRYABLE_DEFAULT[self.code] if retryable is None else retryable
         self.details = details
+        self.backend_down = backend_down
 
 
 def error_payload(

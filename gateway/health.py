@@ -1,9 +1,12 @@
 """Health checks with timeouts and a cache, and one circuit breaker per backend.
 
-A breaker opens after ``failures`` consecutive connection failures or timeouts of calls (or
-health checks) of one backend. While open, tools depending on that backend fail fast with
+A breaker opens after ``failures`` consecutive failures of one backend itself: calls whose
+error says the backend is down (``GatewayError.backend_down``: refused or dropped connections,
+request timeouts), or failed health checks. An answer from the backend, even an error status,
+proves it is up. While open, tools depending on that backend fail fast with
 ``BACKEND_UNAVAILABLE``; after ``reset_seconds`` one probe call is let through (half-open): its
-success closes the breaker, its failure opens it again.
+success closes the breaker, its failure opens it again. Breakers are per backend *name*, so
+plugins that use one backend share its breaker (and a ``shared`` health check runs once).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import anyio
 
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .spec import HealthCheck, NotInitialized
+from .transport import classify_exception
 
 
 class BreakerState(enum.StrEnum):
@@ -86,6 +90,7 @@ class HealthResult:
     required: bool
     duration_ms: float
     checked_at: float = field(default_factory=time.time)
+    shared_with: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -107,6 +112,7 @@ class HealthResult:
             "detail": self.detail,
             "required": self.required,
             "duration_ms": round(self.duration_ms, 1),
+            **({"shared_with": list(self.shared_with)} if self.shared_with else {}),
         }
 
 
@@ -129,8 +135,9 @@ class HealthMonitor:
         self.clock = clock
         self._checks: list[tuple[str, HealthCheck]] = []
         self._cache: dict[tuple[str, str], tuple[float, HealthResult]] = {}
-        self._breakers: dict[tuple[str, str], Breaker] = {}
-        self._unconfigured: dict[tuple[str, str], str] = {}
+        self._breakers: dict[str, Breaker] = {}
+        self._unconfigured: dict[str, str] = {}
+        self._sharers: dict[tuple[str | None, str], list[str]] = {}
 
     # registration ---------------------------------------------------------------------
     def add_all(self, plugin: str, checks: list[HealthCheck]) -> None:
@@ -143,34 +150,59 @@ class HealthMonitor:
         if len(set(names)) != len(names):
             raise ValueError("health check names must be unique within a plugin")
         for check in checks:
+            if check.shared and self._share(plugin, check):
+                continue
             self._checks.append((plugin, check))
             if check.backend and check.not_configured:
-                self._unconfigured[(plugin, check.backend)] = check.not_configured
+                self._unconfigured[check.backend] = check.not_configured
+
+    def _share(self, plugin: str, check: HealthCheck) -> bool:
+        """A shared check another plugin registered already: run it once, for both."""
+        key = (check.backend, check.name)
+        for _owner, existing in self._checks:
+            if existing.shared and (existing.backend, existing.name) == key:
+                self._sharers.setdefault(key, []).append(plugin)
+                return True
+        return False
 
     def remove_plugin(self, plugin: str) -> None:
-        self._checks = [(p, c) for p, c in self._checks if p != plugin]
-        for store in (self._cache, self._breakers, self._unconfigured):
-            for key in [k for k in store if k[0] == plugin]:
-                del store[key]
+        kept: list[tuple[str, HealthCheck]] = []
+        for owner, check in self._checks:
+            key = (check.backend, check.name)
+            others = [p for p in self._sharers.get(key, []) if p != plugin]
+            self._sharers[key] = others
+            if owner != plugin:
+                kept.append((owner, check))
+            elif check.shared and others:  # another plugin still uses the backend
+                kept.append((others.pop(0), check))
+            elif check.backend:
+                self._unconfigured.pop(check.backend, None)
+        self._checks = kept
+        for key in [k for k in self._cache if k[0] == plugin]:
+            del self._cache[key]
 
     def checks(self) -> list[tuple[str, HealthCheck]]:
         return list(self._checks)
 
+    def users(self, check: HealthCheck, owner: str) -> list[str]:
+        """The plugins a check reports for: its owner and any that share it."""
+        return [owner, *self._sharers.get((check.backend, check.name), [])]
+
     # breakers -------------------------------------------------------------------------
-    def breaker(self, plugin: str, backend: str) -> Breaker:
-        key = (plugin, backend)
-        b = self._breakers.get(key)
+    # One breaker per backend *name*: plugins that use the same backend share it.
+    def breaker(self, backend: str) -> Breaker:
+        b = self._breakers.get(backend)
         if b is None:
             b = Breaker(backend, self.breaker_failures, self.breaker_reset_seconds, self.clock)
-            self._breakers[key] = b
+            self._breakers[backend] = b
         return b
 
-    def gate(self, plugin: str, backend: str) -> Breaker:
+    def gate(self, backend: str) -> Breaker:
         """Raise ``BACKEND_UNAVAILABLE`` if the backend is unconfigured or its breaker is open."""
-        reason = self._unconfigured.get((plugin, backend))
+        reason = self._unconfigured.get(backend)
         if reason:
             raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, reason, retryable=False)
-        b = self.breaker(plugin, backend)
+        b = self.breaker(backend)
         if not b.acquire():
             wait = max(1, round(b.retry_after()))
             raise GatewayError(
@@ -184,13 +216,13 @@ class HealthMonitor:
 
     def breaker_states(self) -> dict[str, dict[str, Any]]:
         out = {}
-        for (plugin, backend), b in self._breakers.items():
-            out[f"{plugin}/{backend}"] = {
+        for backend, b in self._breakers.items():
+            out[backend] = {
                 "state": b.current_state().value,
                 "consecutive_failures": b.consecutive_failures,
             }
-        for plugin, backend in self._unconfigured:
-            out[f"{plugin}/{backend}"] = {"state": "unconfigured", "consecutive_failures": 0}
+        for backend in self._unconfigured:
+            out[backend] = {"state": "unconfigured", "consecutive_failures": 0}
         return out
 
     # checks -----------------------------------------------------------------------------
@@ -216,13 +248,18 @@ class HealthMonitor:
         except NotInitialized as exc:
             status, detail = "uninitialized", str(exc) or "not initialized yet"
         except Exception as exc:
-            status = "failed"
+            mapped = exc if isinstance(exc, GatewayError) else classify_exception(exc)
+            status = "timeout" if mapped and mapped.code is ErrorCode.TIMEOUT else "failed"
             detail = self._sanitize(
-                f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                mapped.message
+                if mapped is not None
+                else f"{type(exc).__name__}: {exc}"
+                if str(exc)
+                else type(exc).__name__
             )
         duration = (time.perf_counter() - started) * 1000
         if check.backend and status != "uninitialized":
-            b = self.breaker(plugin, check.backend)
+            b = self.breaker(check.backend)
             if status == "ok":
                 b.record_success()
             else:
@@ -249,6 +286,7 @@ class HealthMonitor:
                 results[i] = cached[1]
                 return
             r = await self._run_one(p, c)
+            r.shared_with = tuple(self.users(c, p)[1:])
             self._cache[(p, c.name)] = (self.clock(), r)
             results[i] = r
 

@@ -23,6 +23,7 @@ from .health import HealthMonitor
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .spec import ProgressFn, Tier, ToolContext
+from .transport import CURRENT_CALL, CallState, classify_exception
 
 log = logging.getLogger("gateway.pipeline")
 
@@ -38,6 +39,7 @@ class CallResult:
     tool: RegisteredTool | None = None
     encode: Callable[[], str] | None = None
     _encoded: str | None = None
+    backend_down: bool = False  # the error says the tool's backend itself is down
 
     @property
     def code(self) -> str:
@@ -77,31 +79,14 @@ def format_validation_error(exc: ValidationError) -> GatewayError:
     )
 
 
-def _classify_exception(exc: BaseException) -> GatewayError | None:
-    """Map well-known transport exceptions to structured errors without importing httpx."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    module = type(exc).__module__.split(".")[0]
-    if module in {"httpx", "httpcore", "httpx2"}:
-        if names & {"ConnectTimeout", "PoolTimeout"}:
-            return GatewayError(
-                ErrorCode.BACKEND_UNAVAILABLE, "the backend did not accept a connection in time"
-            )
-        if names & {"TimeoutException"}:
-            return GatewayError(ErrorCode.TIMEOUT, "the backend did not answer in time")
-        if names & {"ConnectError", "NetworkError"}:
-            return GatewayError(
-                ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection"
-            )
-        if "HTTPStatusError" in names:
-            status = getattr(getattr(exc, "response", None), "status_code", "?")
-            return GatewayError(ErrorCode.BACKEND_ERROR, f"the backend answered HTTP {status}")
-        if names & {"RemoteProtocolError", "DecodingError", "TransportError"}:
-            return GatewayError(ErrorCode.BACKEND_ERROR, "the backend sent a malformed response")
-    if isinstance(exc, ConnectionError):
-        return GatewayError(
-            ErrorCode.BACKEND_UNAVAILABLE, "the backend refused or dropped the connection"
-        )
-    return None
+def _backend_answered(code: str) -> bool:
+    """Error codes that only an answer of the backend produces (it is up)."""
+    return code in (
+        ErrorCode.NOT_FOUND,
+        ErrorCode.CONFLICT,
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.BACKEND_ERROR,
+    )
 
 
 def _frames(exc: BaseException) -> str:
@@ -143,7 +128,7 @@ class Pipeline:
             details=self._clean(err.details) if err.details else None,
             correlation_id=cid,
         )
-        return CallResult(payload, True, tool)
+        return CallResult(payload, True, tool, backend_down=err.backend_down)
 
     def _clean(self, value: Any) -> Any:
         """Details are plugin data: sanitize every string in them too, so nothing slips out."""
@@ -230,9 +215,10 @@ class Pipeline:
         spec = tool.spec
         # 3. breaker (and "not configured") for the tool's backend
         breaker = None
-        if spec.backend:
+        backend = spec.backend_name
+        if backend:
             try:
-                breaker = self.health.gate(tool.plugin.name, spec.backend)
+                breaker = self.health.gate(backend)
             except GatewayError as err:
                 return self._error(err, tool)
 
@@ -243,6 +229,8 @@ class Pipeline:
         ctx: ToolContext[Any] = ToolContext(tool.plugin, spec.name, cid, report)
         timeout = spec.timeout or self.default_timeout
         # 4. run under the timeout; cancellation (BaseException) passes straight through
+        state = CallState()
+        token = CURRENT_CALL.set(state)
         try:
             try:
                 with anyio.fail_after(timeout):
@@ -256,13 +244,14 @@ class Pipeline:
                         ErrorCode.TIMEOUT,
                         f"tool {spec.name!r} did not finish within {timeout:g} s; "
                         "retry later or with a smaller request",
+                        backend_down=backend is not None and state.cancelled_waiting_on == backend,
                     ),
                     tool,
                 )
             except ValidationError as exc:
                 outcome = self._internal(tool, cid, exc)
             except Exception as exc:
-                mapped = _classify_exception(exc)
+                mapped = classify_exception(exc)
                 if mapped is not None:
                     log.warning(
                         "tool=%s correlation_id=%s %s: %s",
@@ -280,10 +269,14 @@ class Pipeline:
             if breaker is not None:
                 breaker.release()
             raise
+        finally:
+            CURRENT_CALL.reset(token)
         if breaker is not None:
-            if outcome.code in (ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.TIMEOUT):
+            # Only the backend's own failures count: a plugin's local trouble (no git binary, a
+            # handler timeout) or an error the backend answered says nothing about its health.
+            if outcome.backend_down:
                 breaker.record_failure()
-            elif outcome.code == ErrorCode.VALIDATION_ERROR:
+            elif outcome.is_error and not _backend_answered(outcome.code):
                 breaker.release()
             else:
                 breaker.record_success()

@@ -24,6 +24,7 @@ from .config import GatewayConfig, build_settings, secret_values, settings_error
 from .errors import Sanitizer
 from .health import HealthMonitor
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
+from .rest.backend import BackendConflict, BackendHub, RestBackend
 from .spec import HealthCheck, PluginContext, ToolSpec
 
 HOOK_NAMES = (
@@ -126,11 +127,13 @@ class PluginLoader:
         registry: Registry,
         health: HealthMonitor,
         sanitizer: Sanitizer,
+        backends: BackendHub | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         self.health = health
         self.sanitizer = sanitizer
+        self.backends = backends or BackendHub(config.plugin_table, config.env)
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
 
@@ -172,6 +175,8 @@ class PluginLoader:
         rec.tools, rec.checks = [], []
         self.registry.remove_plugin(rec.name)
         self.health.remove_plugin(rec.name)
+        # Clients are opened on first use only, never during loading: nothing to close here.
+        self.backends.remove_plugin(rec.name)
         if rec.module is not None and self.pm.is_registered(rec.module):
             self.pm.unregister(rec.module)
         log.error("plugin %s %s skipped: %s", rec.name, rec.version, rec.reason)
@@ -202,6 +207,7 @@ class PluginLoader:
                 logger=logging.getLogger(f"gateway.plugin.{src.name}"),
                 read_only=self.config.read_only,
                 sanitizer=self.sanitizer,
+                backends=self.backends,
             )
             rec.context = ctx
             step = "register_tools"
@@ -211,10 +217,13 @@ class PluginLoader:
             step = "register_health_checks"
             checks: list[HealthCheck] = []
             call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
+            step = "backend settings"
+            checks += self._declare_backends(src.name, tools)
             for t in tools:
-                if t.spec.backend and not any(c.backend == t.spec.backend for c in checks):
+                name = t.spec.backend_name
+                if name and not any(c.backend == name for c in checks):
                     raise RegistrationError(
-                        f"tool {t.name!r} depends on backend {t.spec.backend!r}, "
+                        f"tool {t.name!r} depends on backend {name!r}, "
                         "but no health check declares that backend"
                     )
             self.registry.add_all(tools)
@@ -223,6 +232,8 @@ class PluginLoader:
             rec.checks = [c.name for c in checks]
         except RegistrationError as exc:
             self._fail(rec, f"invalid tool declaration: {exc}")
+        except BackendConflict as exc:
+            self._fail(rec, str(exc))
         except _PluginInvalid as exc:
             self._fail(rec, str(exc))
         except Exception as exc:
@@ -230,6 +241,27 @@ class PluginLoader:
                 step, f"raised in hook {step}"
             )
             self._fail(rec, f"{what}: {type(exc).__name__}: {exc}")
+
+    def _declare_backends(self, plugin: str, tools: list[RegisteredTool]) -> list[HealthCheck]:
+        """The REST backends the tools name: settings built (once per backend name, shared with
+        other plugins that use it), secrets made known, one shared health check each."""
+        backends = {
+            t.spec.backend.name: t.spec.backend
+            for t in tools
+            if isinstance(t.spec.backend, RestBackend)
+        }
+        checks = []
+        for backend in backends.values():
+            try:
+                settings = self.backends.declare(backend, plugin)
+            except ValidationError as exc:
+                raise _PluginInvalid(
+                    f"{settings_error(exc)} ([plugins.{backend.settings_table}] or "
+                    f"{backend.settings.env_prefix}_*)"
+                ) from None
+            self.sanitizer.add_secrets(settings.secret_values())
+            checks.append(self.backends.health_check(backend))
+        return checks
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.

@@ -12,13 +12,17 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
 from .errors import ErrorCode, GatewayError, Sanitizer
+
+if TYPE_CHECKING:
+    from .rest.backend import RestBackend
+    from .rest.client import RestClient
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -58,8 +62,10 @@ class ToolSpec:
     """One tool. ``input_model`` is both the published ``inputSchema`` and the validator.
 
     The handler is ``async def handler(args: InputModel, ctx: ToolContext) -> OutputModel | dict``.
-    ``timeout`` (seconds) overrides the gateway default. ``backend`` names the health-check
-    backend the tool depends on: its circuit breaker and configuration state gate the call.
+    ``timeout`` (seconds) overrides the gateway default. ``backend`` is the backend the tool
+    depends on: a name that one of the plugin's health checks declares, or a
+    :class:`~gateway.rest.RestBackend` (the core then provides its settings, client and health
+    check). Its circuit breaker and configuration state gate the call.
     ``open_world`` says the tool reaches outside the gateway's own data (a remote service).
     ``max_result_chars`` raises Claude Code's 50k-character inline result limit for this tool.
     """
@@ -73,9 +79,14 @@ class ToolSpec:
     output_model: type[BaseModel] | None = None
     mutation: Mutation | None = None
     timeout: float | None = None
-    backend: str | None = None
+    backend: str | RestBackend | None = None
     open_world: bool = False
     max_result_chars: int | None = None
+
+    @property
+    def backend_name(self) -> str | None:
+        b = self.backend
+        return b if b is None or isinstance(b, str) else b.name
 
 
 class NotInitialized(Exception):
@@ -94,6 +105,8 @@ class HealthCheck:
     plugin's settings leave the backend unconfigured; the check is then not run, health reports
     ``unconfigured`` and tools depending on ``backend`` fail fast with ``BACKEND_UNAVAILABLE``
     and that message. ``required=False`` checks do not make ``mcp-gateway health`` fail.
+    ``shared``: the same check may come from several plugins that use one backend; it is then
+    registered and run once.
     """
 
     name: str
@@ -102,6 +115,7 @@ class HealthCheck:
     timeout: float = 5.0
     required: bool = True
     not_configured: str | None = None
+    shared: bool = False
 
 
 @dataclass
@@ -124,6 +138,15 @@ class PluginContext(Generic[SettingsT]):
     read_only: bool = False
     resources: dict[str, Any] = field(default_factory=dict)
     sanitizer: Callable[[str], str] = field(default_factory=Sanitizer)
+    backends: Any = None  # the core's BackendHub
+
+    def rest(self, backend: RestBackend) -> RestClient:
+        """The shared client of a REST backend this plugin's tools declare (opened on first
+        use); ``BACKEND_UNAVAILABLE`` naming the setting when the backend is not configured."""
+        if self.backends is None:
+            raise GatewayError(ErrorCode.INTERNAL_ERROR, "REST backends are not available here")
+        client: RestClient = self.backends.client(backend)
+        return client
 
     def sanitize(self, text: str) -> str:
         """Clean text for a *successful* result (e.g. a per-item error inside a batch) with the
@@ -193,6 +216,10 @@ class ToolContext(Generic[SettingsT]):
     def sanitize(self, text: str) -> str:
         """See :meth:`PluginContext.sanitize`."""
         return self.plugin.sanitize(text)
+
+    def rest(self, backend: RestBackend) -> RestClient:
+        """See :meth:`PluginContext.rest`."""
+        return self.plugin.rest(backend)
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -192,7 +192,9 @@ def register_health_checks(register, plugin):
 @hookimpl
 async def open_resources(plugin):
     import httpx
-    plugin.resources["client"] = httpx.AsyncClient(timeout=30.0)
+    # Its own request timeout, below the 1 s tool timeout: a backend that does not answer in
+    # time is then the backend's timeout (it counts for the breaker), not the tool's.
+    plugin.resources["client"] = httpx.AsyncClient(timeout=0.5)
 
 @hookimpl
 async def close_resources(plugin):

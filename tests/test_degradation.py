@@ -53,7 +53,7 @@ async def test_refused_connections_give_backend_unavailable_then_the_breaker_fai
             "'svc'" in fast.payload["error"]["message"]
             and "retry after" in fast.payload["error"]["message"]
         )
-        assert gw.health.breaker_states()["svc/svc"]["state"] == "open"
+        assert gw.health.breaker_states()["svc"]["state"] == "open"
         # Other plugins are untouched.
         ok = await gw.call("good_echo", {"text": "fine"})
         assert not ok.is_error
@@ -82,7 +82,7 @@ async def test_a_black_holed_backend_times_out_within_the_tool_timeout_and_recov
             await anyio.sleep(0.6)  # past breaker_reset_seconds: half-open lets one probe through
             probe = await gw.call("svc_fetch")
             assert not probe.is_error and probe.payload["value"] == 42
-            assert gw.health.breaker_states()["svc/svc"]["state"] == "closed"
+            assert gw.health.breaker_states()["svc"]["state"] == "closed"
 
 
 @pytest.mark.anyio
@@ -93,7 +93,7 @@ async def test_a_failed_half_open_probe_opens_the_breaker_again(svc_installed, t
             await gw.call("svc_fetch")
         await anyio.sleep(0.6)
         assert (await gw.call("svc_fetch")).code == "BACKEND_UNAVAILABLE"  # the probe, refused
-        assert gw.health.breaker_states()["svc/svc"]["state"] == "open"
+        assert gw.health.breaker_states()["svc"]["state"] == "open"
 
 
 @pytest.mark.anyio
@@ -106,7 +106,7 @@ async def test_http_500_is_a_backend_error_and_does_not_open_the_breaker(svc_ins
                 r = await gw.call("svc_fetch")
                 assert r.code == "BACKEND_ERROR"
                 assert "500" in r.payload["error"]["message"]
-            assert gw.health.breaker_states()["svc/svc"]["state"] == "closed"
+            assert gw.health.breaker_states()["svc"]["state"] == "closed"
 
 
 @pytest.mark.anyio
@@ -164,7 +164,7 @@ async def test_stdio_gateway_starts_at_once_and_survives_every_backend_failure(
                 echo = await client.call_tool("good_echo", {"text": "alive"})
                 assert echo.structured_content == {"echo": "alive"}
                 status = await client.call_tool("gateway_status", {})
-                assert status.structured_content["backends"]["svc/svc"]["state"] in {
+                assert status.structured_content["backends"]["svc"]["state"] in {
                     "open",
                     "half_open",
                 }
@@ -188,4 +188,4 @@ async def test_check_raising_not_initialized_is_reported_not_failed(gateway_fact
         status = await gw.status()
     assert result.status == "uninitialized" and not result.blocking
     assert "first import creates it" in (result.detail or "")
-    assert status["backends"].get("fresh/store", {}).get("state", "closed") == "closed"
+    assert status["backends"].get("store", {}).get("state", "closed") == "closed"

@@ -1,0 +1,321 @@
+"""One keep-alive ``httpx.AsyncClient`` per REST backend, every failure mapped once.
+
+Imported on a backend's first call, never at start-up. What a backend can do to the gateway is
+bounded here: answers are read as a stream and refused past ``max_response_bytes`` (counted
+after decompression, so a gzip bomb costs no more than the cap), redirects are followed at most
+five times and httpx drops the ``Authorization`` header on any redirect to another origin,
+requests in flight are capped by ``max_concurrency``, and only GETs are retried, only when the
+connection was refused or dropped before an answer, twice at most, with a short backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx
+
+from ..errors import ErrorCode, GatewayError
+from ..transport import note_cancelled_waiting
+from .backend import RestBackend
+from .settings import RestSettings
+from .status import Failure, StatusRule, backend_reason, status_error
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_RETRY_BACKOFF = (0.1, 0.3)
+NO_BODY: Any = object()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A decoded answer: the JSON ``data``, the status and the headers."""
+
+    data: Any
+    status: int
+    headers: httpx.Headers
+
+
+def fill_path(template: str, values: Mapping[str, Any]) -> str:
+    """Put each value into its ``{placeholder}``, percent-encoded as one segment (``/`` too)."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values or values[name] is None:
+            raise KeyError(f"no value for path parameter {name!r}")
+        return quote(str(values[name]), safe="")
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+class RestClient:
+    def __init__(self, backend: RestBackend, settings: RestSettings) -> None:
+        assert settings.url is not None
+        headers = {"Accept": "application/json", "User-Agent": backend.user_agent}
+        headers.update(backend.auth(settings))
+        self.backend = backend
+        self.settings = settings
+        self.title = backend.title
+        self.cap = settings.max_response_bytes
+        self.http = httpx.AsyncClient(
+            base_url=settings.url + backend.api_prefix,
+            headers=headers,
+            timeout=httpx.Timeout(settings.request_timeout),
+            limits=httpx.Limits(
+                max_connections=settings.max_concurrency,
+                max_keepalive_connections=settings.max_concurrency,
+            ),
+            follow_redirects=True,
+            max_redirects=5,
+            verify=settings.verify_tls,
+        )
+        self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
+        self._hint = (
+            f"set a valid {settings.env_name('TOKEN')}"
+            if backend.settings.env_prefix
+            else "check the backend's credentials"
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # --- the one place transport failures are mapped -------------------------------------------
+
+    def _down(self, what: str) -> GatewayError:
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            self.backend.down_message
+            or f"{self.title} is unreachable (connection refused or dropped) while asking for "
+            f"{what}; check that it runs at {self.settings.url}, then retry",
+            backend_down=True,
+        )
+
+    def _slow(self, what: str) -> GatewayError:
+        return GatewayError(
+            ErrorCode.TIMEOUT,
+            f"{self.title} did not answer within {self.settings.request_timeout:g} s for {what}; "
+            "retry later, or ask for less",
+            backend_down=True,
+        )
+
+    def _malformed(self, what: str, exc: BaseException) -> GatewayError:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"{self.title} sent a malformed response for {what} ({type(exc).__name__}); "
+            "retry later",
+        )
+
+    def failure(
+        self,
+        status: int,
+        body: Any,
+        what: str,
+        rules: Mapping[int, StatusRule] | None,
+        values: Mapping[str, Any] | None = None,
+    ) -> BaseException:
+        """The exception for an answer with a status of 300 or more."""
+        failure = Failure(
+            status,
+            backend_reason(body),
+            what,
+            self.title,
+            credentials_hint=self._hint,
+            values=dict(values or {}),
+        )
+        return status_error(failure, rules)
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json_body: Any = NO_BODY,
+        headers: Mapping[str, str] | None = None,
+        what: str = "this request",
+    ) -> AsyncIterator[httpx.Response]:
+        """An open response whose body is not read yet (for files), transport failures mapped.
+
+        The caller reads the body (``aiter_bytes``) and checks the status itself; see
+        :meth:`read_capped` and :meth:`failure`.
+        """
+        kwargs: dict[str, Any] = {"params": _clean(params), "headers": headers}
+        if json_body is not NO_BODY:
+            kwargs["json"] = json_body
+        attempts = len(_RETRY_BACKOFF) + 1 if method == "GET" else 1
+        try:
+            async with self.limiter:
+                resp = await self._send(method, path, kwargs, attempts, what)
+                try:
+                    yield resp
+                finally:
+                    await resp.aclose()
+        except anyio.get_cancelled_exc_class():
+            # Cut off (by the tool's timeout) while waiting for this backend: its failure.
+            note_cancelled_waiting(self.backend.name)
+            raise
+
+    async def _send(
+        self, method: str, path: str, kwargs: dict[str, Any], attempts: int, what: str
+    ) -> httpx.Response:
+        for attempt in range(attempts):
+            try:
+                request = self.http.build_request(method, path, **kwargs)
+                return await self.http.send(request, stream=True)
+            except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+                # Refused, or a kept-alive connection the server had closed before answering:
+                # nothing was answered, so an idempotent GET may be sent again.
+                if attempt + 1 >= attempts or _answered(exc):
+                    if isinstance(exc, httpx.ConnectError):
+                        raise self._down(what) from None
+                    raise self._malformed(what, exc) from None
+                await anyio.sleep(_RETRY_BACKOFF[attempt])
+            except httpx.ConnectTimeout:
+                raise self._down(what) from None
+            except httpx.TimeoutException:
+                raise self._slow(what) from None
+            except httpx.NetworkError:
+                raise self._down(what) from None
+            except httpx.HTTPError as exc:
+                raise self._malformed(what, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def read_capped(self, resp: httpx.Response, what: str) -> bytes:
+        """The whole (decompressed) body, refused past the backend's ``max_response_bytes``."""
+        declared = resp.headers.get("Content-Length", "")
+        if (
+            declared.isdigit()
+            and int(declared) > self.cap
+            and "Content-Encoding" not in resp.headers
+        ):
+            raise self._too_large(what)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > self.cap:
+                    raise self._too_large(what)
+                chunks.append(chunk)
+        except httpx.TimeoutException:
+            raise self._slow(what) from None
+        except httpx.HTTPError as exc:
+            raise self._malformed(what, exc) from None
+        return b"".join(chunks)
+
+    async def read_prefix(self, resp: httpx.Response, limit: int, what: str) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of the (decompressed) body, and whether that was all of it;
+        the rest is not read (for files, where a prefix is a useful answer)."""
+        chunks: list[bytes] = []
+        got = 0
+        complete = True
+        try:
+            async for chunk in resp.aiter_bytes():
+                chunks.append(chunk)
+                got += len(chunk)
+                if got > limit:
+                    complete = False
+                    break
+        except httpx.TimeoutException:
+            raise self._slow(what) from None
+        except httpx.HTTPError as exc:
+            raise self._malformed(what, exc) from None
+        return b"".join(chunks)[:limit], complete
+
+    def _too_large(self, what: str) -> GatewayError:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"{self.title}'s answer for {what} is larger than {self.cap:,} bytes "
+            f"({self.settings.env_name('MAX_RESPONSE_BYTES')}); ask for less",
+            retryable=False,
+        )
+
+    # --- JSON requests ---------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        path_params: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        json_body: Any = NO_BODY,
+        status: Mapping[int, StatusRule] | None = None,
+        what: str = "this request",
+        allow_null: bool = False,
+    ) -> Any:
+        """Send one request and return its decoded JSON; every failure is a ``GatewayError``.
+
+        ``path`` may hold ``{placeholders}`` filled from ``path_params`` (each value
+        percent-encoded as one segment). ``params`` with value ``None`` are left out.
+        ``status`` overrides the answer for given statuses (see :data:`StatusRule`).
+        """
+        return (
+            await self.answer(
+                method,
+                path,
+                path_params=path_params,
+                params=params,
+                json_body=json_body,
+                status=status,
+                what=what,
+                allow_null=allow_null,
+            )
+        ).data
+
+    async def answer(
+        self,
+        method: str,
+        path: str,
+        *,
+        path_params: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        json_body: Any = NO_BODY,
+        status: Mapping[int, StatusRule] | None = None,
+        what: str = "this request",
+        allow_null: bool = False,
+    ) -> Answer:
+        """As :meth:`request`, with the status and headers of the answer."""
+        values = {**(params or {}), **(path_params or {})}
+        url = fill_path(path, path_params or {}) if "{" in path else path
+        async with self.stream(method, url, params=params, json_body=json_body, what=what) as resp:
+            body = await self.read_capped(resp, what)
+            code, headers = resp.status_code, resp.headers
+        if code >= 300:
+            raise self.failure(code, body, what, status, values)
+        try:
+            data = json.loads(body) if body else None
+        except ValueError:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title}'s answer for {what} is not JSON; is "
+                f"{self.settings.env_name('URL')} the API's base URL?",
+            ) from None
+        if data is None and not allow_null:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} sent an empty (null) answer for {what}; retry later",
+            )
+        return Answer(data, code, headers)
+
+
+def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not params:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else value
+    return out
+
+
+def _answered(exc: httpx.HTTPError) -> bool:
+    """A protocol error after the server started answering is not a dropped connection."""
+    return isinstance(exc, httpx.RemoteProtocolError) and "without sending" not in str(exc)

@@ -1,0 +1,153 @@
+"""HTTP status → structured error, once for every REST backend (no httpx needed here).
+
+A backend's answer with a status of 300 or more becomes a :class:`~gateway.GatewayError` whose
+code says what the model can do about it, and whose message carries the backend's own reason
+(FastAPI's ``{"detail": …}``, Gitea's ``{"message": …}``, or a short text), bounded; the core
+sanitizes it on the way out. A call can override the answer for any status with a
+:data:`StatusRule`.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ErrorCode, GatewayError
+
+MAX_REASON_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong, for messages and rules: the status, the backend's reason, what was asked
+    (``what``: "job 0c3…"), which backend (``title``: "the orchestrator API"), a hint naming the
+    credential settings, and the call's values (path and query parameters) for templates."""
+
+    status: int
+    reason: str
+    what: str
+    title: str
+    credentials_hint: str = "check the backend's credentials"
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: How a call answers one status: an error code (default message), a message template (default
+#: code for the status) with ``{reason}``, ``{status}``, ``{what}`` and the call's values, both as
+#: a tuple, or a function returning the exception to raise (e.g. a plugin's own signal).
+StatusRule = ErrorCode | str | tuple[ErrorCode, str] | Callable[[Failure], BaseException]
+
+
+def backend_reason(body: Any) -> str:
+    """The backend's own words for a failure, one line, at most ``MAX_REASON_CHARS``."""
+    if isinstance(body, bytes | bytearray):
+        text = body[:4096].decode("utf-8", "replace")
+        try:
+            body = json.loads(text)
+        except ValueError:
+            return _one_line(text)
+    if isinstance(body, dict):
+        for key in ("detail", "message", "error"):
+            if key in body:
+                return _detail(body[key])
+        return ""
+    if isinstance(body, str):
+        return _one_line(body)
+    return ""
+
+
+def _detail(value: Any) -> str:
+    # FastAPI request validation: [{"loc": ["query", "limit"], "msg": "…", …}, …]
+    if isinstance(value, list):
+        parts = []
+        for item in value[:5]:
+            if isinstance(item, dict):
+                loc = [str(p) for p in item.get("loc", []) if p not in ("body", "query", "path")]
+                msg = str(item.get("msg", ""))
+                parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
+            else:
+                parts.append(str(item))
+        return _one_line("; ".join(parts))
+    if isinstance(value, dict):
+        return _one_line(json.dumps(value, ensure_ascii=False))
+    return _one_line(str(value))
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > MAX_REASON_CHARS:
+        text = text[: MAX_REASON_CHARS - 1].rstrip() + "…"
+    return text
+
+
+def _with_reason(message: str, reason: str) -> str:
+    return f"{message}: {reason}" if reason else message
+
+
+def default_error(f: Failure) -> GatewayError:
+    """The answer when a call has no rule for this status."""
+    s = f.status
+    if s == 400 or s == 409:
+        return GatewayError(
+            ErrorCode.CONFLICT, _with_reason(f"{f.title} refused this for {f.what}", f.reason)
+        )
+    if s in (401, 403):
+        return GatewayError(
+            ErrorCode.PERMISSION_DENIED,
+            _with_reason(f"{f.title} refused access (HTTP {s}); {f.credentials_hint}", f.reason),
+        )
+    if s == 404:
+        return GatewayError(
+            ErrorCode.NOT_FOUND, _with_reason(f"{f.title} found no {f.what}", f.reason)
+        )
+    if s == 422:
+        return GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            _with_reason(f"{f.title} rejected the arguments for {f.what}", f.reason),
+        )
+    if s == 429:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR, f"{f.title} is limiting requests (HTTP 429); retry in a minute"
+        )
+    if s >= 500:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            _with_reason(f"{f.title} failed with HTTP {s} on {f.what}", f.reason) + "; retry later",
+        )
+    return GatewayError(
+        ErrorCode.BACKEND_ERROR,
+        _with_reason(f"{f.title} answered HTTP {s} for {f.what}", f.reason),
+        retryable=False,
+    )
+
+
+class _Values(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def render(template: str, f: Failure) -> str:
+    values = _Values({k: v for k, v in f.values.items() if v is not None})
+    values.update(reason=f.reason, status=f.status, what=f.what, title=f.title)
+    try:
+        return string.Formatter().vformat(template, (), values)
+    except (ValueError, IndexError, AttributeError):
+        return template
+
+
+def status_error(f: Failure, rules: Mapping[int, StatusRule] | None = None) -> BaseException:
+    """The exception for a failed answer: the call's rule for the status, else the default."""
+    rule = (rules or {}).get(f.status)
+    default = default_error(f)
+    if rule is None:
+        return default
+    if isinstance(rule, ErrorCode):
+        return GatewayError(rule, default.message)
+    if isinstance(rule, str):
+        return GatewayError(default.code, render(rule, f), retryable=default.retryable)
+    if isinstance(rule, tuple):
+        code, template = rule
+        return GatewayError(code, render(template, f))
+    return rule(f)
