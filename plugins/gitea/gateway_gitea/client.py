@@ -1,29 +1,29 @@
-"""Gitea's REST API v1 as the tools use it: one shared keep-alive client, every failure mapped.
+"""Gitea's REST API v1 as the tools use it, over the core's REST kit.
 
-Imported only when resources open (httpx stays out of the gateway's cold start). Every
-request goes through :meth:`GiteaClient._send`, which bounds concurrency and turns transport
-failures into structured errors; :meth:`GiteaClient._check` does the same for status codes.
-The contract and its quirks are in ``reference/gitea/README.md`` of the design documents.
+The kit's client (one keep-alive connection pool per backend, opened on the first call) sends
+every request and maps every transport failure and status; this module knows Gitea: its paths,
+its paging (clipped page sizes), its quirks (409 for an empty repository, ``/raw`` falling back
+to the default branch for unknown refs). The contract is in ``reference/gitea/README.md`` of the
+design documents.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import anyio
 import httpx
 
 from gateway import ErrorCode, GatewayError
+from gateway.rest import Failure, gather
+from gateway.rest.client import RestClient
 
 from .models import Settings
 
-UNAVAILABLE = "Gitea is not available — git history tools require a running Gitea instance"
 GITEA_MAX_PAGE = 50  # [api] MAX_RESPONSE_ITEMS default; larger limits are clipped silently
 TREE_MAX_PAGE = 1000  # [api] DEFAULT_GIT_TREES_PER_PAGE
 
@@ -135,37 +135,38 @@ def _total(headers: httpx.Headers) -> int | None:
 _CONTENT_RANGE = re.compile(r"bytes\s+(?:\d+-\d+|\*)/(\d+)")
 
 
+def _empty(_: Failure) -> EmptyRepository:
+    return EmptyRepository()
+
+
+def _status(not_found: str | None = None) -> dict[int, Any]:
+    """Gitea's answers that mean more than the kit's defaults."""
+    rules: dict[int, Any] = {
+        401: (
+            ErrorCode.PERMISSION_DENIED,
+            "Gitea refused the credentials (HTTP 401): set a valid GITEA_TOKEN "
+            "(or GITEA_USER and GITEA_PASSWORD) for the gateway",
+        ),
+        403: (
+            ErrorCode.PERMISSION_DENIED,
+            "Gitea refused access to {what} (HTTP 403): the token needs the read:repository "
+            "scope, or the server requires sign-in — set GITEA_TOKEN",
+        ),
+        409: _empty,
+    }
+    if not_found:
+        rules[404] = (ErrorCode.NOT_FOUND, not_found)
+    return rules
+
+
 class GiteaClient:
-    """One per plugin; opened in ``open_resources``, closed in ``close_resources``."""
+    """Gitea's endpoints over the kit's shared client; one per REST client (see
+    :func:`gateway_gitea.tools.client_of`), so what it learns about page sizes is kept."""
 
-    def __init__(self, settings: Settings) -> None:
-        assert settings.url is not None
-        headers = {"Accept": "application/json", "User-Agent": "mcp-gateway-gitea"}
-        auth: httpx.Auth | None = None
-        if settings.token is not None:
-            headers["Authorization"] = f"token {settings.token.get_secret_value()}"
-        elif settings.user:
-            secret = settings.password.get_secret_value() if settings.password else ""
-            auth = httpx.BasicAuth(settings.user, secret)
+    def __init__(self, rest: RestClient, settings: Settings) -> None:
+        self.rest = rest
         self.settings = settings
-        self.timeout = settings.request_timeout
-        self.http = httpx.AsyncClient(
-            base_url=f"{settings.url}/api/v1",
-            headers=headers,
-            auth=auth,
-            timeout=httpx.Timeout(settings.request_timeout),
-            limits=httpx.Limits(
-                max_connections=settings.max_concurrency,
-                max_keepalive_connections=settings.max_concurrency,
-            ),
-            follow_redirects=True,  # a renamed repository answers 301
-            verify=settings.verify_tls,
-        )
-        self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
         self.page_cap = GITEA_MAX_PAGE
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -176,65 +177,6 @@ class GiteaClient:
         owner = quote(self.settings.owner, safe="")
         return f"/repos/{owner}/{quote(self.settings.repo_name(job_id), safe='')}"
 
-    @asynccontextmanager
-    async def _send(self, what: str) -> AsyncIterator[None]:
-        """Hold a concurrency slot and map transport failures to structured errors."""
-        async with self.limiter:
-            try:
-                yield
-            except httpx.ConnectTimeout:
-                raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, UNAVAILABLE) from None
-            except httpx.TimeoutException:
-                raise GatewayError(
-                    ErrorCode.TIMEOUT,
-                    f"Gitea did not answer within {self.timeout:g} s while reading {what}; "
-                    "retry later, or ask for less (a smaller limit, a file_path)",
-                ) from None
-            except (httpx.ConnectError, httpx.NetworkError):
-                raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, UNAVAILABLE) from None
-            except httpx.HTTPError as exc:
-                raise GatewayError(
-                    ErrorCode.BACKEND_ERROR,
-                    f"Gitea sent a malformed response while reading {what} "
-                    f"({type(exc).__name__}); retry later",
-                ) from None
-
-    def _check(self, resp: httpx.Response, what: str, not_found: str | None = None) -> None:
-        status = resp.status_code
-        if status < 300:
-            return
-        if status == 401:
-            raise GatewayError(
-                ErrorCode.PERMISSION_DENIED,
-                "Gitea refused the credentials (HTTP 401): set a valid GITEA_TOKEN "
-                "(or GITEA_USER and GITEA_PASSWORD) for the gateway",
-            )
-        if status == 403:
-            raise GatewayError(
-                ErrorCode.PERMISSION_DENIED,
-                f"Gitea refused access to {what} (HTTP 403): the token needs the "
-                "read:repository scope, or the server requires sign-in — set GITEA_TOKEN",
-            )
-        if status == 404:
-            raise GatewayError(ErrorCode.NOT_FOUND, not_found or f"Gitea found nothing for {what}")
-        if status == 409:
-            raise EmptyRepository()
-        if status == 429:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR, "Gitea is limiting requests (HTTP 429); retry in a minute"
-            )
-        if status >= 500:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"Gitea failed with HTTP {status} while reading {what}; retry later, or check "
-                "the Gitea server's log",
-            )
-        raise GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"Gitea rejected the request for {what} (HTTP {status})",
-            retryable=False,
-        )
-
     async def _get_json(
         self,
         path: str,
@@ -242,23 +184,10 @@ class GiteaClient:
         what: str,
         not_found: str | None = None,
     ) -> tuple[Any, httpx.Headers]:
-        async with self._send(what):
-            resp = await self.http.get(path, params=params)
-        self._check(resp, what, not_found)
-        try:
-            data = resp.json()
-        except ValueError:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"Gitea's answer for {what} is not JSON; is GITEA_URL the Gitea site root?",
-            ) from None
-        if data is None:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"Gitea sent an empty (null) answer for {what}; retry later, or check the "
-                "Gitea server (or a proxy in front of it)",
-            )
-        return data, resp.headers
+        answer = await self.rest.answer(
+            "GET", path, params=params, what=what, status=_status(not_found)
+        )
+        return answer.data, answer.headers
 
     async def _list_page(
         self, path: str, params: dict[str, str | int], page: int, size: int, what: str
@@ -422,48 +351,33 @@ class GiteaClient:
         headers = {"Accept": "*/*"}
         if use_range:
             headers["Range"] = f"bytes=0-{limit - 1}"
-        async with (
-            self._send(what),
-            self.http.stream("GET", url, params={"ref": commit}, headers=headers) as resp,
-        ):
+        async with self.rest.stream(
+            "GET", url, params={"ref": commit}, headers=headers, what=what
+        ) as resp:
             if resp.status_code == 416:  # an empty file has no byte 0
                 match = _CONTENT_RANGE.search(resp.headers.get("Content-Range", ""))
                 if match and int(match.group(1)) == 0:
                     return RawFile(b"", 0, True, resp.headers.get("Content-Type", ""), "file")
-            if resp.status_code == 404:
-                body = (await resp.aread())[:2048]
-                if b"getBlobForEntry" in body:
+            if resp.status_code >= 300:
+                body, _ = await self.rest.read_prefix(resp, 4096, what)
+                if resp.status_code == 404 and b"getBlobForEntry" in body:
                     raise GatewayError(
                         ErrorCode.NOT_FOUND,
                         f"{path!r} is a directory (or submodule) at {commit[:12]} in {name}, "
                         "not a file; list it with list_job_files",
                     )
-            self._check(
-                resp,
-                what,
-                not_found=(
+                missing = (
                     f"no file {path!r} at {commit[:12]} in {name}; list_job_files shows "
                     "what exists at that ref"
-                ),
-            )
-            chunks: list[bytes] = []
-            got = 0
-            complete = True
-            async for chunk in resp.aiter_bytes():
-                chunks.append(chunk)
-                got += len(chunk)
-                if got > limit:
-                    complete = False
-                    break
-            data = b"".join(chunks)
+                )
+                raise self.rest.failure(resp.status_code, body, what, _status(missing))
+            data, complete = await self.rest.read_prefix(resp, limit, what)
             size = len(data)
             match = _CONTENT_RANGE.search(resp.headers.get("Content-Range", ""))
             if match:
                 size = int(match.group(1))
             elif not complete and resp.headers.get("Content-Length", "").isdigit():
                 size = int(resp.headers["Content-Length"])
-            if len(data) > limit:
-                data = data[:limit]
             complete = complete and size <= len(data)
             kind = resp.headers.get("X-Gitea-Object-Type", "file") or "file"
             return RawFile(data, size, complete, resp.headers.get("Content-Type", ""), kind)
@@ -478,35 +392,3 @@ class GiteaClient:
                 await self.repository(job_id)  # raises the repository's own message
             raise
         return _parse(what, lambda: [parse_tag(i) for i in items])
-
-
-async def gather(calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Run ``calls`` concurrently (the client's limiter bounds the requests) and return their
-    results in order. The first deliberate error wins over an exception group, so the core
-    sees a ``GatewayError`` and not an ``INTERNAL_ERROR``."""
-    results: list[Any] = [None] * len(calls)
-    if len(calls) == 1:
-        return [await calls[0]()]
-
-    async def run(i: int, call: Callable[[], Awaitable[T]]) -> None:
-        results[i] = await call()
-
-    try:
-        async with anyio.create_task_group() as tg:
-            for i, call in enumerate(calls):
-                tg.start_soon(run, i, call)
-    except BaseExceptionGroup as group:
-        leaves = _leaves(group)
-        for kind in (GatewayError, EmptyRepository, Exception):
-            chosen = next((e for e in leaves if isinstance(e, kind)), None)
-            if chosen is not None:
-                raise chosen from None
-        raise
-    return results
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -21,27 +21,25 @@ from pydantic import (
 )
 
 from gateway import env_field
+from gateway.rest import RestBackend, RestSettings, basic_auth
 
-NOT_CONFIGURED = (
-    "Gitea is not configured — set GITEA_URL (and GITEA_TOKEN) to enable git history tools"
-)
+if TYPE_CHECKING:
+    from gateway.rest.client import RestClient
+
+UNAVAILABLE = "Gitea is not available — git history tools require a running Gitea instance"
 
 # --- settings ------------------------------------------------------------------------------
 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
-class Settings(BaseModel):
-    """``[plugins.gitea]`` in the gateway's TOML file; each field also has an env variable."""
+class Settings(RestSettings):
+    """``[plugins.gitea]`` in the gateway's TOML file; each field also has an env variable
+    (``GITEA_URL``, ``GITEA_TOKEN``, ``GITEA_REQUEST_TIMEOUT``, ``GITEA_MAX_CONCURRENCY``,
+    ``GITEA_VERIFY_TLS``, ``GITEA_MAX_RESPONSE_BYTES`` come with the REST kit)."""
 
-    model_config = ConfigDict(extra="forbid")
+    env_prefix: ClassVar[str] = "GITEA"
 
-    url: str | None = env_field(
-        "GITEA_URL", default=None, description="Base URL of Gitea, e.g. http://127.0.0.1:3000"
-    )
-    token: SecretStr | None = env_field(
-        "GITEA_TOKEN", default=None, description="Access token (scope read:repository)"
-    )
     user: str | None = env_field(
         "GITEA_USER", default=None, description="User for basic auth (when no token is set)"
     )
@@ -70,34 +68,18 @@ class Settings(BaseModel):
         description="get_job_diff fetches at most this many bytes in all; the largest files "
         "beyond it are skipped (and listed)",
     )
-    request_timeout: Annotated[float, Field(gt=0, le=600)] = env_field(
-        "GITEA_REQUEST_TIMEOUT", default=15.0, description="Seconds per HTTP request to Gitea"
-    )
-    max_concurrency: Annotated[int, Field(ge=1, le=64)] = env_field(
-        "GITEA_MAX_CONCURRENCY",
-        default=8,
-        description="Requests in flight at once (one shared keep-alive client)",
-    )
     diff_engine: Literal["auto", "git", "difflib"] = env_field(
         "GITEA_DIFF_ENGINE",
         default="auto",
         description="auto: the local git binary when present (exact), else difflib",
     )
-    verify_tls: bool = env_field(
-        "GITEA_VERIFY_TLS", default=True, description="Verify Gitea's TLS certificate"
-    )
 
     @field_validator("url")
     @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip().rstrip("/")
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL of the Gitea server")
+    def _site_root(cls, value: str | None) -> str | None:
         # People paste the API root; Gitea's own convention is the site root.
-        if value.endswith("/api/v1"):
-            value = value[: -len("/api/v1")]
+        if value is not None and value.rstrip("/").endswith("/api/v1"):
+            return value.rstrip("/")[: -len("/api/v1")]
         return value
 
     @field_validator("owner")
@@ -117,12 +99,39 @@ class Settings(BaseModel):
             raise ValueError("must give a valid repository name (letters, digits, . _ -)")
         return value
 
-    @property
-    def configured(self) -> bool:
-        return self.url is not None
-
     def repo_name(self, job_id: str) -> str:
         return self.repo_template.replace("{job_id}", job_id)
+
+
+def gitea_auth(settings: Settings) -> dict[str, str]:
+    """Gitea's own token scheme, else basic auth with GITEA_USER and GITEA_PASSWORD."""
+    if settings.token is not None:
+        return {"Authorization": f"token {settings.token.get_secret_value()}"}
+    if settings.user:
+        secret = settings.password.get_secret_value() if settings.password else ""
+        return basic_auth(settings.user, secret)
+    return {}
+
+
+async def gitea_health(client: RestClient) -> str:
+    data = await client.request("GET", "/version", what="the server version")
+    version = data.get("version") if isinstance(data, dict) else None
+    if not isinstance(version, str):
+        raise ValueError("Gitea answered /version in an unexpected shape")
+    return f"Gitea {version}, credentials accepted"
+
+
+GITEA = RestBackend(
+    name="gitea",
+    settings=Settings,
+    settings_table="gitea",
+    title="Gitea",
+    api_prefix="/api/v1",
+    health=gitea_health,
+    auth=gitea_auth,
+    user_agent="mcp-gateway-gitea",
+    down_message=UNAVAILABLE,
+)
 
 
 # --- argument validators ---------------------------------------------------------------------

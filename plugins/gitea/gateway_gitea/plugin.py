@@ -2,7 +2,8 @@
 
 Agent jobs deliver their work into ``{owner}/job-{job_id}``, with phase tags
 (``phase_2_end``) and ``job-frozen`` when the job was frozen for review. Five read tools let
-the model review what a job produced. httpx is imported only when resources open.
+the model review what a job produced. Connection, settings, health check and breaker come from
+the core's REST kit (``GITEA``); httpx is imported by the first call, not at start-up.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gateway import HealthCheck, PluginContext, Tier, ToolSpec, hookimpl
+from gateway import Tier, ToolSpec, hookimpl
 
 from . import tools
 from .models import (
-    NOT_CONFIGURED,
+    GITEA,
     CommitsResult,
     DiffArgs,
     DiffResult,
@@ -29,8 +30,6 @@ from .models import (
     TagsResult,
 )
 
-BACKEND = "gitea"
-
 
 @hookimpl
 def plugin_settings() -> type[BaseModel]:
@@ -38,7 +37,7 @@ def plugin_settings() -> type[BaseModel]:
 
 
 def _spec(**kwargs: Any) -> ToolSpec:
-    return ToolSpec(tier=Tier.READ, backend=BACKEND, open_world=True, **kwargs)
+    return ToolSpec(tier=Tier.READ, backend=GITEA, open_world=True, **kwargs)
 
 
 @hookimpl
@@ -120,47 +119,3 @@ def register_tools(register: Any) -> None:
             handler=tools.list_job_tags,
         )
     )
-
-
-@hookimpl
-def register_health_checks(register: Any, plugin: PluginContext[Settings]) -> None:
-    settings = plugin.settings
-
-    async def gitea_reachable() -> str:
-        client = plugin.resources.get("client")
-        if client is not None:
-            version = await client.version()
-        else:  # resources not open (a one-off health run): a short-lived client
-            from .client import GiteaClient
-
-            client = GiteaClient(settings)
-            try:
-                version = await client.version()
-            finally:
-                await client.aclose()
-        return f"Gitea {version}, credentials accepted"
-
-    register(
-        HealthCheck(
-            name="gitea_api",
-            check=gitea_reachable,
-            backend=BACKEND,
-            not_configured=None if settings.configured else NOT_CONFIGURED,
-        )
-    )
-
-
-@hookimpl
-async def open_resources(plugin: PluginContext[Settings]) -> None:
-    if not plugin.settings.configured:
-        return
-    from .client import GiteaClient  # httpx is imported here, not at gateway start
-
-    plugin.resources["client"] = GiteaClient(plugin.settings)
-
-
-@hookimpl
-async def close_resources(plugin: PluginContext[Settings]) -> None:
-    client = plugin.resources.pop("client", None)
-    if client is not None:
-        await client.aclose()

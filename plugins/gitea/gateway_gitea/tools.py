@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from gateway import ErrorCode, GatewayError, ToolContext
 
 from .models import (
+    GITEA,
     CommitOut,
     CommitsResult,
     DiffArgs,
@@ -30,13 +31,15 @@ from .models import (
 if TYPE_CHECKING:
     from .client import Commit, GiteaClient, TreeEntry
 
-NOT_OPEN = "the gitea plugin's HTTP client is not open; restart the gateway"
-
 
 def client_of(ctx: ToolContext[Settings]) -> GiteaClient:
-    client = ctx.resources.get("client")
-    if client is None:  # only when the core did not run open_resources
-        raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, NOT_OPEN)
+    """The Gitea client over the kit's shared connection pool (opened on the first call)."""
+    from .client import GiteaClient
+
+    rest = ctx.rest(GITEA)
+    client = ctx.resources.get("gitea")
+    if client is None or client.rest is not rest:
+        client = ctx.resources["gitea"] = GiteaClient(rest, ctx.settings)
     return client  # type: ignore[no-any-return]
 
 

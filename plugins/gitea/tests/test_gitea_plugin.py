@@ -12,7 +12,7 @@ from gateway.testing import assert_plugin_conforms, gateway_client
 
 TOOLS = {"list_job_commits", "get_job_diff", "get_job_file", "list_job_files", "list_job_tags"}
 NOT_CONFIGURED = (
-    "Gitea is not configured — set GITEA_URL (and GITEA_TOKEN) to enable git history tools"
+    "Gitea is not configured: set GITEA_URL (or url in [plugins.gitea]) to enable these tools"
 )
 
 
