@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from gateway.testing.backends import closed_port_url
+
+__all__ = ["SwitchableBackend", "backend", "closed_port_url"]
 
 
 class SwitchableBackend:
@@ -49,14 +52,6 @@ class SwitchableBackend:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-def closed_port_url() -> str:
-    """A loopback URL nothing listens on: connections are refused."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 @contextmanager
