@@ -209,3 +209,17 @@ def assert_plugin_conforms(
     with _chdir(workdir):
         gateway = make_gateway(plugins=[name], plugin_config=plugin_config, env=env, cwd=workdir)
         anyio.run(_conformance, gateway, name, health_slack)
+
+
+from .degrade import assert_backend_tools_degrade, example_arguments  # noqa: E402
+
+__all__ = [
+    "SENTINEL_PATH",
+    "SENTINEL_SECRET",
+    "assert_backend_tools_degrade",
+    "assert_plugin_conforms",
+    "example_arguments",
+    "gateway_client",
+    "gateway_factory",
+    "make_gateway",
+]

@@ -8,7 +8,7 @@ import sys
 import pytest
 from gitea_site import TOKEN, Site
 
-from gateway.testing import assert_plugin_conforms, gateway_client
+from gateway.testing import assert_backend_tools_degrade, assert_plugin_conforms, gateway_client
 
 TOOLS = {"list_job_commits", "get_job_diff", "get_job_file", "list_job_files", "list_job_tags"}
 NOT_CONFIGURED = (
@@ -109,3 +109,31 @@ async def test_mcp_client_sees_five_read_only_open_world_tools_and_structured_re
         assert invalid.is_error
         assert invalid.structured_content["error"]["code"] == "VALIDATION_ERROR"
     assert listed["get_job_diff"].meta == {"anthropic/maxResultSizeChars": 500000}
+
+
+def test_every_gitea_tool_degrades_cleanly_whatever_gitea_does(tmp_path):
+    seen = assert_backend_tools_degrade("gitea", cwd=tmp_path)
+    assert {tool for tool, _, _ in seen} == TOOLS
+    assert {case for _, case, _ in seen} == {
+        "unconfigured",
+        "refuse",
+        "hang",
+        "error",
+        "garbage",
+        "null",
+    }
+
+
+def test_credentials_in_the_url_and_a_token_are_refused_together(tmp_path):
+    from gateway.testing import make_gateway
+
+    gw = make_gateway(
+        plugins=["gitea"],
+        plugin_config={"gitea": {"url": "http://bot:pw-123456@127.0.0.1:3000"}},
+        env={"GITEA_TOKEN": "tok-abcdef-123"},
+        cwd=tmp_path,
+    )
+    record = gw.plugin("gitea")
+    assert record.state.value == "failed"
+    assert "GITEA_TOKEN is set too" in record.reason
+    assert "pw-123456" not in record.reason and "tok-abcdef-123" not in record.reason
