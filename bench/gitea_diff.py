@@ -27,7 +27,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -35,10 +34,8 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "plugins" / "gitea" / "tests"))
 
-from fake_gitea import FakeGitea  # noqa: E402
-from gitea_repos import Builder, git_out  # noqa: E402
+from gateway_gitea.testing import Builder, FakeGitea, git_out  # noqa: E402
 
 from gateway.testing import make_gateway  # noqa: E402
 

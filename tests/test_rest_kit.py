@@ -441,6 +441,28 @@ async def test_two_plugins_on_one_backend_share_client_breaker_and_health_check(
             assert [h.name for h in await alone.health.run(use_cache=False)] == ["demo_api"]
 
 
+async def test_a_backend_defined_in_one_statement_is_the_same_backend_as_a_declared_one(tmp_path):
+    again = RestBackend.define(
+        "demo", env_prefix="DEMO_API", settings_table="demo", title="x", health_path="/health"
+    )
+    assert again.same_identity(DEMO) and again.settings.env_prefix == "DEMO_API"
+    ping = rest_tool(
+        again, Route("GET", "/health"), name="ping", description="P.", input_model=OtherArgs
+    )
+    with Api() as api:
+        gw = _gw(
+            tmp_path,
+            None,
+            ("first", _plugin(GET_ITEM)),
+            ("second", _plugin(ping)),
+            env={"DEMO_API_URL": api.url},
+        )
+        async with gw:
+            assert not (await gw.call("ping", {})).is_error
+            assert not (await gw.call("demo_get", {"item_id": "a"})).is_error
+    assert gw.plugin("second").state.value == "loaded"
+
+
 def test_a_backend_name_declared_differently_fails_the_second_plugin(tmp_path):
     other = RestBackend(
         name="demo", settings=DemoSettings, settings_table="elsewhere", title="another API"

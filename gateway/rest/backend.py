@@ -66,6 +66,33 @@ class RestBackend:
     user_agent: str = "mcp-gateway"
     down_message: str | None = None
 
+    @classmethod
+    def define(
+        cls,
+        name: str,
+        *,
+        env_prefix: str,
+        settings_table: str,
+        title: str,
+        health_path: str | None = None,
+        api_prefix: str = "",
+    ) -> RestBackend:
+        """A backend with the standard settings only, in one statement: what two plugins that
+        share an API both write (they then share it, see the module docstring)."""
+        settings = type(
+            f"{env_prefix.title().replace('_', '')}Settings",
+            (RestSettings,),
+            {"env_prefix": env_prefix, "__module__": __name__},
+        )
+        return cls(
+            name=name,
+            settings=settings,
+            settings_table=settings_table,
+            title=title,
+            health_path=health_path,
+            api_prefix=api_prefix,
+        )
+
     def not_configured(self) -> str:
         env = self.settings.env_prefix
         where = f"{env}_URL" if env else "url"
@@ -81,6 +108,7 @@ class RestBackend:
             and self.settings_table == other.settings_table
             and self.api_prefix == other.api_prefix
             and self.health_path == other.health_path
+            and self.settings.env_prefix == other.settings.env_prefix
             and set(self.settings.model_fields) == set(other.settings.model_fields)
         )
 

@@ -7,9 +7,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fake_gitea import FakeGitea
-from gitea_repos import Builder, build_job_repo, build_many_commits, build_many_tags
-from gitea_site import OWNER, TOKEN, Site
+from gateway_gitea.testing import (
+    OWNER,
+    TOKEN,
+    Builder,
+    FakeGitea,
+    Site,
+    build_job_repo,
+    build_many_commits,
+    build_many_tags,
+)
 
 
 @pytest.fixture(scope="session")

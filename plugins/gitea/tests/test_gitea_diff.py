@@ -7,8 +7,7 @@ import subprocess
 import uuid
 
 import pytest
-from gitea_repos import Builder, git_out, lines
-from gitea_site import OWNER, Site
+from gateway_gitea.testing import OWNER, Builder, Site, git_out, lines
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from fake_gitea import FakeGitea
-from gitea_site import OWNER, TOKEN, Site
+from gateway_gitea.testing import OWNER, TOKEN, FakeGitea, Site
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from gitea_site import TOKEN, Site
+from gateway_gitea.testing import TOKEN, Site
 
 from gateway.testing import assert_backend_tools_degrade, assert_plugin_conforms, gateway_client
 

@@ -10,8 +10,7 @@ import anyio
 import pytest
 from gateway_gitea.diff import TextLimit, quote_path
 from gateway_gitea.models import DiffArgs, FileArgs, ListFilesArgs
-from gitea_repos import Builder, git_out
-from gitea_site import OWNER, TOKEN, Site
+from gateway_gitea.testing import OWNER, TOKEN, Builder, Site, git_out
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError

@@ -7,9 +7,7 @@ from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fake_gitea import FakeGitea
-from gitea_repos import git_out
-from gitea_site import OWNER, TOKEN, Site
+from gateway_gitea.testing import OWNER, TOKEN, FakeGitea, Site, git_out
 
 pytestmark = pytest.mark.anyio
 

@@ -1,12 +1,12 @@
-"""What the tests share: the served job repositories and how to point a gateway at them."""
+"""What tests share: the served job repositories and how to point a gateway at them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from fake_gitea import FakeGitea
-from gitea_repos import Builder
+from .fake import FakeGitea
+from .repos import Builder
 
 OWNER = "graphrag"
 TOKEN = "gitea-test-token-7f3e9a1c"
