@@ -8,6 +8,7 @@ from gateway.testing.backends import FakeBackend, ReceivedRequest, Reply
 from . import audit, citations, jobs, monitoring, workspace
 from .api import Router
 from .model import Clock
+from .seed import load_experts
 from .seed import seed as seed_scenario
 from .state import State
 
@@ -22,7 +23,7 @@ class FakeOrchestrator(FakeBackend):
 
     ``api.state`` is the data (see :class:`~.state.State` for its helpers: ``add_job``,
     ``add_agent``, ``freeze_job``, ``set_job_status``, ``add_source``, ``write_file``, ...);
-    ``seed=False`` starts empty; ``mongo=True`` serves the MongoDB-backed endpoints instead of
+    ``seed=False`` starts with no rows (the experts, being files, are there); ``mongo=True`` serves the MongoDB-backed endpoints instead of
     their degraded answers (switchable later with ``api.state.mongo``); ``clock`` fixes time.
     The fault modes, request log and overrides of :class:`FakeBackend` all apply."""
 
@@ -31,6 +32,7 @@ class FakeOrchestrator(FakeBackend):
     ) -> None:
         super().__init__(port=port)
         self.state = State(clock, mongo=mongo)
+        load_experts(self.state)  # configuration files, not rows: there even when empty
         if seed:
             seed_scenario(self.state)
 

@@ -67,7 +67,6 @@ def seed(state: State) -> None:
         _requirements(state)
         _library(state)
         _workspaces(state)
-        _experts(state)
         _mongo(state)
 
 
@@ -451,7 +450,7 @@ def _load(name: str) -> Any:
     return json.loads((RECORDINGS / f"{name}.json").read_text(encoding="utf-8"))["response"]["json"]
 
 
-def _experts(state: State) -> None:
+def load_experts(state: State) -> None:
     # The expert configurations are static files of the orchestrator: served as recorded, and
     # for the experts recorded only in the list, the defaults merged with their summary.
     details = {
