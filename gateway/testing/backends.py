@@ -252,6 +252,7 @@ class FakeBackend:
             raise RuntimeError(f"cannot listen on 127.0.0.1:{self._port} again: {exc}") from exc
         self._port = server.server_address[1]
         self._server = server
+        # A short poll: close() and the refuse mode wait for the serve loop to notice.
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
