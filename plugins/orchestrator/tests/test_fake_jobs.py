@@ -190,6 +190,7 @@ def test_malformed_ids_are_answered_per_endpoint_as_the_api_does(orch):
     )
     status, body = send(orch, "GET", "/api/jobs/nope/citations/stats")
     assert status == 500 and "invalid input for query argument $1: 'nope'" in body["detail"]
+    assert send(orch, "GET", "/api/datasources", {"job_id": "nope"})[0] == 500
     status, body = send(orch, "GET", "/api/jobs/" + "z" * 32 + "/sources/1/tags")
     assert status == 500 and body["detail"].endswith("unexpected character)")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .api import ApiError, Call, Query, Router, not_found
+from .api import ApiError, Call, Query, Router, not_found, sql_uuid
 from .jobs import find_agent
 from .model import AGENT_STATUSES, Agent, Datasource, iso_z, jsonb_text, parse_uuid
 from .state import State
@@ -168,8 +168,8 @@ def list_datasources(call: Call) -> Any:
     rows = sorted(call.state.datasources.values(), key=lambda d: d.created_at, reverse=True)
     if q.job_id == "global":
         rows = [d for d in rows if d.job_id is None]
-    elif q.job_id:
-        key = parse_uuid(q.job_id)
+    elif q.job_id:  # compared as $1::uuid: a malformed id is asyncpg's 500
+        key = sql_uuid(q.job_id)
         rows = [d for d in rows if d.job_id == key]
     if q.type:
         rows = [d for d in rows if d.type == q.type]
