@@ -201,7 +201,7 @@ def check_dir_path(value: str) -> str:
 
 JobId = Annotated[
     str,
-    Field(description="The job's UUID; its repository is {owner}/job-{job_id}.", max_length=36),
+    Field(description="Job UUID.", max_length=36),
     AfterValidator(check_job_id),
 ]
 Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(check_ref)]
@@ -214,47 +214,43 @@ FilePath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(c
 class ListCommitsArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     job_id: JobId
-    ref: Ref = Field("main", description="Branch, tag or commit SHA to list from (HEAD works).")
+    ref: Ref = Field("main", description="Branch, tag or SHA to list from.")
     since_ref: Ref | None = Field(
         None,
-        description="Only commits after this ref, e.g. phase_2_end (like git log since_ref..ref).",
+        description="Only commits after this ref (git log since_ref..ref).",
     )
-    limit: int = Field(20, ge=1, le=100, description="Commits per page (1-100).")
-    page: int = Field(1, ge=1, le=100_000, description="1-based page number.")
+    limit: int = Field(20, ge=1, le=100, description="Commits per page.")
+    page: int = Field(1, ge=1, le=100_000, description="Page, from 1.")
 
 
 class DiffArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     job_id: JobId
-    base: Ref = Field(
-        description="Base ref: commit SHA, tag or branch. job-frozen diffs since the last freeze."
-    )
-    head: Ref = Field("HEAD", description="Head ref; HEAD is the repository's default branch.")
-    file_path: FilePath | None = Field(
-        None, description="Only this file (or everything under this directory)."
-    )
+    base: Ref = Field(description="Base ref (SHA, tag, branch); job-frozen = the last freeze.")
+    head: Ref = Field("HEAD", description="Head ref; HEAD = default branch.")
+    file_path: FilePath | None = Field(None, description="Only this file or folder.")
     max_chars: int = Field(
         50_000,
         ge=0,
         le=10_000_000,
-        description="Cut the diff text after this many characters at a line boundary; 0 = unlimited.",
+        description="Cut the text here; 0 = unlimited.",
     )
 
 
 class FileArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     job_id: JobId
-    file_path: FilePath = Field(description="Path within the repository, e.g. workspace.md.")
-    ref: Ref = Field("HEAD", description="Branch, tag or commit SHA; HEAD is the default branch.")
+    file_path: FilePath = Field(description="Path in the repo, e.g. workspace.md.")
+    ref: Ref = Field("HEAD", description="Branch, tag or SHA; HEAD = default branch.")
 
 
 class ListFilesArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     job_id: JobId
     path: Annotated[str, Field(max_length=1024), AfterValidator(check_dir_path)] = Field(
-        "/", description="Directory to list; / is the repository root."
+        "/", description="Folder; / = root."
     )
-    ref: Ref = Field("HEAD", description="Branch, tag or commit SHA; HEAD is the default branch.")
+    ref: Ref = Field("HEAD", description="Branch, tag or SHA; HEAD = default branch.")
 
 
 class ListTagsArgs(BaseModel):

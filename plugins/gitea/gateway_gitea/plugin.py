@@ -47,10 +47,9 @@ def register_tools(register: Any) -> None:
             name="list_job_commits",
             title="List a job's commits",
             description=(
-                "List the git commits of a job's Gitea repository, newest first: sha, message, "
-                "timestamp, author. since_ref='phase_2_end' lists only what came after that "
-                "tag (what did the agent do in phase 3?). Pages with limit/page; has_more says "
-                "when to ask for the next page."
+                "A job's git commits, newest first (sha, message, author, times). "
+                "since_ref=phase_2_end: only what came after that tag. has_more: ask for the "
+                "next page."
             ),
             input_model=ListCommitsArgs,
             output_model=CommitsResult,
@@ -62,12 +61,9 @@ def register_tools(register: Any) -> None:
             name="get_job_diff",
             title="Diff a job between two refs",
             description=(
-                "Unified diff of a job's repository from base to head (default HEAD), the same "
-                "text as `git diff base head`, with a summary per file (status, additions, "
-                "deletions). base='job-frozen' shows what changed since the last freeze; "
-                "phase tags work too. file_path limits it to one file. The text is cut at "
-                "max_chars (default 50000, 0 = unlimited) at a line boundary with a "
-                "[truncated] marker that says how much was left out."
+                "Unified diff of a job's repo, exactly `git diff base head`, with per-file "
+                "stats. base=job-frozen: changes since the last freeze. Text cut at max_chars on "
+                "a line boundary, marked [truncated] with how much was left out."
             ),
             input_model=DiffArgs,
             output_model=DiffResult,
@@ -80,10 +76,8 @@ def register_tools(register: Any) -> None:
             name="get_job_file",
             title="Read a file of a job",
             description=(
-                "Read one file of a job's repository at any ref (branch, tag such as "
-                "phase_2_end, commit SHA; default HEAD): text content, size and the commit it "
-                "was read at. Binary files are reported as binary, not dumped; large files are "
-                "cut with a [truncated] marker."
+                "One file of a job's repo at a ref: text, size and the commit read. Binary "
+                "files are not dumped; large ones are cut, marked [truncated]."
             ),
             input_model=FileArgs,
             output_model=FileResult,
@@ -96,9 +90,8 @@ def register_tools(register: Any) -> None:
             name="list_job_files",
             title="List a job's files",
             description=(
-                "List one directory of a job's repository at any ref (default HEAD): name, "
-                "path, type (file, dir, symlink, submodule) and size of each entry. path='/' "
-                "is the root; pass a directory such as 'output' to go deeper."
+                "One folder of a job's repo at a ref: name, path, type (file, dir, symlink, "
+                "submodule) and size per entry."
             ),
             input_model=ListFilesArgs,
             output_model=FilesResult,
@@ -110,9 +103,8 @@ def register_tools(register: Any) -> None:
             name="list_job_tags",
             title="List a job's tags",
             description=(
-                "List the tags of a job's repository oldest first (name, commit sha, "
-                "timestamp): the phase history (phase_1_start, phase_1_end, ...) and job-frozen "
-                "when the job was frozen for review."
+                "A job's repo tags, oldest first (name, sha, time): phase_N_start, "
+                "phase_N_end, and job-frozen when frozen for review."
             ),
             input_model=ListTagsArgs,
             output_model=TagsResult,

@@ -137,3 +137,31 @@ def test_credentials_in_the_url_and_a_token_are_refused_together(tmp_path):
     assert record.state.value == "failed"
     assert "GITEA_TOKEN is set too" in record.reason
     assert "pw-123456" not in record.reason and "tok-abcdef-123" not in record.reason
+
+
+def test_the_five_tools_cost_the_model_fewer_bytes_than_the_orchestrators_own(tmp_path):
+    """name + description + inputSchema as compact JSON: 3,361 bytes on the orchestrator's
+    own MCP server for the same five tools. Every parameter keeps a description, and its
+    default and bounds."""
+    import json
+
+    from gateway.testing import make_gateway
+
+    gw = make_gateway(plugins=["gitea"], env={}, cwd=tmp_path)
+    tools = [t for t in gw.registry.all() if t.plugin.name == "gitea"]
+    sizes = {
+        t.name: len(
+            json.dumps(
+                {"name": t.name, "description": t.description, "inputSchema": t.input_schema},
+                separators=(",", ":"),
+                ensure_ascii=False,
+            ).encode()
+        )
+        for t in tools
+    }
+    assert sum(sizes.values()) <= 3361, sizes
+    for t in tools:
+        for name, prop in t.input_schema["properties"].items():
+            assert prop.get("description"), (t.name, name)
+            if name not in t.input_schema.get("required", []):
+                assert "default" in prop, (t.name, name)
