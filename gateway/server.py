@@ -38,10 +38,13 @@ def mcp_tool(tool: Any) -> t.Tool:
 
 
 def to_call_tool_result(result: CallResult) -> t.CallToolResult:
-    """Complete JSON in ``structuredContent`` (all Claude Code shows the model), same JSON as text."""
+    """Success: the complete JSON in ``structuredContent`` (all Claude Code shows the model) and
+    the same JSON as text. Error: the error JSON as text only. Strict clients (the TypeScript
+    SDK 1.x, so Claude Code and the Inspector) check any ``structuredContent`` against the
+    tool's *success* ``outputSchema``, error or not, and would replace our error by their own."""
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=result.text())],
-        structured_content=result.payload,
+        structured_content=None if result.is_error else result.payload,
         is_error=result.is_error,
     )
 

@@ -240,3 +240,47 @@ def register_tools(register):
     register(ToolSpec(name="sleepy", description="Sleep.", input_model=SleepIn, handler=sleepy,
                       tier=Tier.READ, timeout=2.0))
 """
+
+
+#: One tool per shape a strict client treats differently (with and without an outputSchema);
+#: ``kind`` picks the error the handler raises. ``errs_remote`` depends on an unconfigured
+#: backend (BACKEND_UNAVAILABLE from the core), ``errs_denied`` is for a deny list.
+ERRS = """
+from __future__ import annotations
+from typing import Literal
+from pydantic import BaseModel, ConfigDict, Field
+from gateway import ErrorCode, GatewayError, HealthCheck, Tier, ToolSpec, hookimpl
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["ok", "not_found", "permission_denied", "db_not_found"] = "ok"
+    n: int = Field(1, ge=1, le=5)
+
+class Out(BaseModel):
+    value: int
+
+async def act(args, ctx):
+    if args.kind == "ok":
+        return {"value": args.n}
+    raise GatewayError(ErrorCode(args.kind.upper()), f"fixture error {args.kind}")
+
+async def never():
+    return None
+
+@hookimpl
+def register_tools(register):
+    for name, out, backend in (
+        ("errs_typed", Out, None),
+        ("errs_plain", None, None),
+        ("errs_typed_remote", Out, "remote"),
+        ("errs_plain_remote", None, "remote"),
+        ("errs_denied", Out, None),
+    ):
+        register(ToolSpec(name=name, description="Fail on purpose.", input_model=In,
+                          output_model=out, handler=act, tier=Tier.READ, backend=backend))
+
+@hookimpl
+def register_health_checks(register):
+    register(HealthCheck(name="remote", check=never, backend="remote",
+                         not_configured="remote is not configured: set REMOTE_URL"))
+"""

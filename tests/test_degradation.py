@@ -13,7 +13,7 @@ from conftest import gateway_env
 from fixture_plugins import GOOD, SVC
 from mcp import Client, StdioServerParameters
 
-from gateway.testing import make_gateway
+from gateway.testing import make_gateway, tool_error
 
 
 @pytest.fixture
@@ -156,8 +156,7 @@ async def test_stdio_gateway_starts_at_once_and_survives_every_backend_failure(
                 names = {t.name for t in (await client.list_tools()).tools}
                 assert {"svc_fetch", "good_echo"} <= names
                 codes = [
-                    (await client.call_tool("svc_fetch", {})).structured_content["error"]["code"]
-                    for _ in range(3)
+                    tool_error(await client.call_tool("svc_fetch", {}))["code"] for _ in range(3)
                 ]
                 assert codes == ["TIMEOUT", "TIMEOUT", "BACKEND_UNAVAILABLE"]
                 b.mode = "error"

@@ -12,6 +12,8 @@ from conftest import gateway_env
 from fixture_plugins import WORKER
 from mcp import Client, StdioServerParameters
 
+from gateway.testing import tool_error
+
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
@@ -54,19 +56,19 @@ async def test_tools_list_carries_annotations_and_the_mutation_paragraph(tmp_pat
 
             bad = await client.call_tool("notes_search", {"limit": 1000})
             assert bad.is_error
-            err = bad.structured_content["error"]
+            err = tool_error(bad)
             assert err["code"] == "VALIDATION_ERROR" and err["retryable"] is False
             assert err["message"].startswith("Invalid arguments: limit:")
 
             unknown = await client.call_tool("notes_search", {"query": "x", "color": "red"})
-            assert unknown.structured_content["error"]["code"] == "VALIDATION_ERROR"
-            assert "color" in unknown.structured_content["error"]["message"]
+            assert tool_error(unknown)["code"] == "VALIDATION_ERROR"
+            assert "color" in tool_error(unknown)["message"]
 
             # An error result of a tool with an outputSchema is still accepted by the strict SDK client.
-            assert search.output_schema is not None and bad.structured_content is not None
+            assert search.output_schema is not None and bad.structured_content is None
 
             nope = await client.call_tool("no_such_tool", {})
-            assert nope.structured_content["error"]["code"] == "NOT_FOUND"
+            assert tool_error(nope)["code"] == "NOT_FOUND"
     audit = [
         json.loads(line)
         for line in (tmp_path / "data/gateway/audit.jsonl").read_text().splitlines()
@@ -93,8 +95,8 @@ async def test_progress_notifications_reach_the_client_and_stdout_stays_clean(
             res = await client.call_tool("count_up", {"n": 4}, progress_callback=on_progress)
             assert res.structured_content == {"counted": 4}
             timed = await client.call_tool("sleepy", {"seconds": 30})
-            assert timed.structured_content["error"]["code"] == "TIMEOUT"
-            assert "2 s" in timed.structured_content["error"]["message"]
+            assert tool_error(timed)["code"] == "TIMEOUT"
+            assert "2 s" in tool_error(timed)["message"]
     assert [s[0] for s in seen] == [1, 2, 3, 4]
     assert seen[-1] == (4, 4, "step 4 of 4")
 
@@ -109,7 +111,7 @@ async def test_read_only_deployments_hide_and_refuse_mutation_tools(tmp_path):
                 "notes_search" in names and "notes_add" not in names and "notes_delete" not in names
             )
             refused = await client.call_tool("notes_add", {"text": "sneaky"})
-            assert refused.structured_content["error"]["code"] == "PERMISSION_DENIED"
-            assert "read-only" in refused.structured_content["error"]["message"]
+            assert tool_error(refused)["code"] == "PERMISSION_DENIED"
+            assert "read-only" in tool_error(refused)["message"]
     assert not (tmp_path / "data" / "notes.json").exists()
     assert not (tmp_path / "data/gateway/audit.jsonl").exists()

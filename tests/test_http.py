@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -115,10 +116,8 @@ def test_stateless_calls_work_with_the_right_token(http_gateway):
             json=_rpc("tools/call", {"name": "notes_search", "arguments": {"limit": "many"}}, 4),
         )
         result = bad.json()["result"]
-        assert (
-            result["isError"] is True
-            and result["structuredContent"]["error"]["code"] == "VALIDATION_ERROR"
-        )
+        assert result["isError"] is True and "structuredContent" not in result
+        assert json.loads(result["content"][0]["text"])["error"]["code"] == "VALIDATION_ERROR"
         ready = c.get("/readyz")
         assert ready.status_code == 200 and ready.json()["ready"] is True
 

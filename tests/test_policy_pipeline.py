@@ -8,7 +8,7 @@ import anyio
 import pytest
 from fixture_plugins import WORKER
 
-from gateway.testing import gateway_client, make_gateway
+from gateway.testing import gateway_client, make_gateway, tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -20,8 +20,8 @@ async def test_deny_list_hides_named_tools_and_refuses_calls(tmp_path):
         assert names == {"gateway_status", "notes_add"}
         for tool in ("notes_delete", "notes_search"):
             r = await client.call_tool(tool, {"id": 1} if tool == "notes_delete" else {})
-            assert r.structured_content["error"]["code"] == "PERMISSION_DENIED"
-            assert "deny_tools" in r.structured_content["error"]["message"]
+            assert tool_error(r)["code"] == "PERMISSION_DENIED"
+            assert "deny_tools" in tool_error(r)["message"]
 
 
 async def test_read_only_from_the_config_file(tmp_path):

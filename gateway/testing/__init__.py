@@ -7,6 +7,8 @@ Fixtures and helpers:
   working directory (the data root), loading the named installed plugins and/or plugin objects.
 - ``gateway_client(gateway)``: ``async with gateway_client(gw) as client`` gives the official
   MCP ``Client`` connected in-process over JSON-RPC (what Claude Code sees, minus the pipe).
+- ``tool_error(result)``: the ``{"code", "message", "retryable", …}`` of an MCP error result
+  (error results carry it as text only, no ``structuredContent``).
 - ``assert_plugin_conforms(name, ...)``: the checks every plugin should pass (see its doc).
 
 Async tests use anyio's pytest plugin: mark them ``@pytest.mark.anyio``.
@@ -84,6 +86,15 @@ async def gateway_client(gateway: Gateway) -> AsyncIterator[Any]:
 
     async with Client(build_server(gateway), mode="legacy") as client:
         yield client
+
+
+def tool_error(result: Any) -> dict[str, Any]:
+    """The error object of an MCP ``CallToolResult`` with ``isError``: parsed from its text
+    content, the only place an error travels (no ``structuredContent``, see docs/errors.md)."""
+    assert result.is_error, f"expected an error result, got {result!r}"
+    assert result.structured_content is None, "error results carry no structuredContent"
+    error: dict[str, Any] = json.loads(result.content[0].text)["error"]
+    return error
 
 
 @pytest.fixture

@@ -8,7 +8,12 @@ import sys
 import pytest
 from gateway_gitea.testing import TOKEN, Site
 
-from gateway.testing import assert_backend_tools_degrade, assert_plugin_conforms, gateway_client
+from gateway.testing import (
+    assert_backend_tools_degrade,
+    assert_plugin_conforms,
+    gateway_client,
+    tool_error,
+)
 
 TOOLS = {"list_job_commits", "get_job_diff", "get_job_file", "list_job_files", "list_job_tags"}
 NOT_CONFIGURED = (
@@ -104,10 +109,10 @@ async def test_mcp_client_sees_five_read_only_open_world_tools_and_structured_re
         # Error results pass the strict client's output-schema check too.
         bad = await client.call_tool("get_job_file", {"job_id": site.job, "file_path": "nope.md"})
         assert bad.is_error
-        assert bad.structured_content["error"]["code"] == "NOT_FOUND"
+        assert tool_error(bad)["code"] == "NOT_FOUND"
         invalid = await client.call_tool("get_job_diff", {"job_id": "x", "base": "main"})
         assert invalid.is_error
-        assert invalid.structured_content["error"]["code"] == "VALIDATION_ERROR"
+        assert tool_error(invalid)["code"] == "VALIDATION_ERROR"
     assert listed["get_job_diff"].meta == {"anthropic/maxResultSizeChars": 500000}
 
 

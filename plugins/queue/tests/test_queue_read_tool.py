@@ -18,7 +18,7 @@ from gwq_testutil import (
     snapshot,
 )
 
-from gateway.testing import assert_plugin_conforms, gateway_client
+from gateway.testing import assert_plugin_conforms, gateway_client, tool_error
 
 
 @pytest.fixture
@@ -370,8 +370,8 @@ async def test_official_client_sees_the_page_as_structured_content_and_text(gate
     assert not result.is_error
     assert result.structured_content["jobs"][0]["title"] == "Dev"
     assert json.loads(result.content[0].text) == result.structured_content
-    assert bad.is_error and bad.structured_content["error"]["code"] == "VALIDATION_ERROR"
-    assert missing.is_error and missing.structured_content["error"]["code"] == "DB_NOT_FOUND"
+    assert bad.is_error and tool_error(bad)["code"] == "VALIDATION_ERROR"
+    assert missing.is_error and tool_error(missing)["code"] == "DB_NOT_FOUND"
 
 
 def test_compact_output_schema_accepts_and_rejects_exactly_what_the_model_schema_does():

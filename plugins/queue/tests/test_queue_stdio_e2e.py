@@ -13,6 +13,8 @@ from gateway_queue import store
 from gwq_testutil import DB_REL, add_rows, as_jobs, new_jobs_in_order
 from mcp import Client, StdioServerParameters
 
+from gateway.testing import tool_error
+
 
 def server(tmp_path, **env: str) -> StdioServerParameters:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")}
@@ -67,13 +69,13 @@ async def test_triage_loop_over_stdio_drains_every_new_job_once(tmp_path):
 
             bad = await client.call_tool("bulk_read_new_jobs", {"cursor": "tampered"})
             assert bad.is_error
-            assert bad.structured_content["error"]["code"] == "VALIDATION_ERROR"
+            assert tool_error(bad)["code"] == "VALIDATION_ERROR"
             missing = await client.call_tool(
                 "bulk_update_job_status", {"updates": [{"id": 99999, "status": "reject"}]}
             )
             assert missing.is_error
-            assert missing.structured_content["error"]["code"] == "NOT_FOUND"
-            assert missing.structured_content["error"]["details"]["missing_ids"] == [99999]
+            assert tool_error(missing)["code"] == "NOT_FOUND"
+            assert tool_error(missing)["details"]["missing_ids"] == [99999]
 
 
 @pytest.mark.e2e
@@ -83,7 +85,7 @@ async def test_stdio_missing_database_is_db_not_found(tmp_path):
         async with Client(server(tmp_path, JOBS_DB_PATH="data/none.db"), mode="legacy") as client:
             result = await client.call_tool("bulk_read_new_jobs", {})
     assert result.is_error
-    error = result.structured_content["error"]
+    error = tool_error(result)
     assert error["code"] == "DB_NOT_FOUND"
     assert "data/none.db" in error["message"] and str(tmp_path) not in error["message"]
     assert not (tmp_path / "data").exists()

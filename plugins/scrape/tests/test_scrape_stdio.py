@@ -16,6 +16,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from scrape_testutil import rows
 
+from gateway.testing import tool_error
+
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
@@ -64,7 +66,7 @@ async def test_a_real_scrape_over_stdio_reports_unreachable_boards_per_term(tmp_
 
             bad = await client.call_tool("scrape_jobs", {"terms": ["x"], "max_pages": 3})
             assert bad.is_error
-            assert bad.structured_content["error"]["code"] == "VALIDATION_ERROR"
-            assert "max_pages" in bad.structured_content["error"]["message"]
+            assert tool_error(bad)["code"] == "VALIDATION_ERROR"
+            assert "max_pages" in tool_error(bad)["message"]
     # The database was bootstrapped before the first term and holds nothing.
     assert rows(tmp_path / "data/capture/jobs.db") == []

@@ -1,0 +1,152 @@
+"""What the official TypeScript SDK client (Claude Code, the MCP Inspector) makes of our results.
+
+The TypeScript SDK 1.x checks any ``structuredContent`` against the tool's success
+``outputSchema``, error or not, and throws its own -32602 instead of returning our error; the
+Python client skips that check, so only this test can see it. The SDK (latest 1.x) is installed
+with npm into a cache folder outside the repository, reused between runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import gateway_env
+from fixture_plugins import ERRS
+
+pytestmark = pytest.mark.e2e
+
+SDK_SPEC = "@modelcontextprotocol/sdk@1"
+REFRESH_SECONDS = 7 * 24 * 3600  # look for a newer 1.x once a week
+DRIVER = Path(__file__).resolve().parent / "ts_client" / "call_tools.cjs"
+JOB_UUID = "3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mcp-plugin-gateway-tests" / "ts-sdk-1"
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Several checkouts may run the suite at once and share the cache: one installer at a time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as fh:
+        if sys.platform != "win32":
+            import fcntl
+
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="module")
+def ts_sdk() -> Path:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(
+            "node and npm are needed for the TypeScript SDK client test (not found on PATH)"
+        )
+    folder = _cache_dir()
+    installed = folder / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+    stamp = folder / ".installed"
+    with _locked(folder):
+        fresh = stamp.exists() and time.time() - stamp.stat().st_mtime < REFRESH_SECONDS
+        if not (installed.exists() and fresh):
+            (folder / "package.json").write_text('{"private": true}\n')
+            proc = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", SDK_SPEC],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if proc.returncode == 0:
+                stamp.write_text(SDK_SPEC + "\n")
+            elif not installed.exists():
+                raise AssertionError(f"npm install {SDK_SPEC} failed:\n{proc.stderr[-2000:]}")
+            else:
+                # Offline: the copy from an earlier run is still the SDK under test.
+                sys.stderr.write(
+                    f"npm install failed; using the cached SDK: {proc.stderr[-300:]}\n"
+                )
+    return folder
+
+
+def _drive(sdk: Path, tmp_path: Path, calls: list[tuple[str, dict]], **env: str) -> dict:
+    environment = {k: v for k, v in gateway_env(**env).items() if not k.startswith("GITEA_")}
+    spec = {
+        "command": sys.executable,
+        "args": ["-m", "gateway.cli", "serve"],
+        "cwd": str(tmp_path),
+        "env": environment,
+        "calls": [list(c) for c in calls],
+    }
+    proc = subprocess.run(
+        [shutil.which("node") or "node", str(DRIVER), str(sdk), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_every_error_kind_reaches_the_typescript_client_with_its_code(
+    ts_sdk, tmp_path, plugin_site
+):
+    plugin_site("gwfx-errs", {"errs": "gwfx_errs"}, {"gwfx_errs": ERRS})
+    calls = [
+        # tool, arguments, expected code (None: success)
+        ("errs_typed", {"n": 2}, None),
+        ("errs_plain", {"n": 2}, None),
+        ("errs_typed", {"n": 0}, "VALIDATION_ERROR"),
+        ("errs_plain", {"n": 9, "extra": 1}, "VALIDATION_ERROR"),
+        ("no_such_tool", {}, "NOT_FOUND"),
+        ("errs_typed", {"kind": "not_found"}, "NOT_FOUND"),
+        ("errs_plain", {"kind": "not_found"}, "NOT_FOUND"),
+        ("bulk_read_new_jobs", {}, "DB_NOT_FOUND"),
+        ("bulk_read_new_jobs", {"limit": 0}, "VALIDATION_ERROR"),
+        ("errs_typed", {"kind": "db_not_found"}, "DB_NOT_FOUND"),
+        ("errs_plain", {"kind": "db_not_found"}, "DB_NOT_FOUND"),
+        ("get_job_file", {"job_id": JOB_UUID, "file_path": "a.md"}, "BACKEND_UNAVAILABLE"),
+        ("errs_typed_remote", {}, "BACKEND_UNAVAILABLE"),
+        ("errs_plain_remote", {}, "BACKEND_UNAVAILABLE"),
+        ("errs_typed", {"kind": "permission_denied"}, "PERMISSION_DENIED"),
+        ("errs_plain", {"kind": "permission_denied"}, "PERMISSION_DENIED"),
+        ("errs_denied", {}, "PERMISSION_DENIED"),
+    ]
+    out = _drive(
+        ts_sdk,
+        tmp_path,
+        [(name, args) for name, args, _ in calls],
+        PYTHONPATH=os.environ["PYTHONPATH"],
+        MCP_GATEWAY_PLUGINS="errs,queue,gitea",
+        MCP_GATEWAY_DENY_TOOLS="errs_denied",
+    )
+    assert out["sdk"].startswith("1.")
+    tools = out["tools"]
+    assert tools["errs_typed"] and tools["bulk_read_new_jobs"] and tools["get_job_file"]
+    assert not tools["errs_plain"] and not tools["errs_plain_remote"]
+    for (name, args, code), got in zip(calls, out["calls"], strict=True):
+        where = f"{name} {args}"
+        assert "thrown" not in got, f"{where}: the client threw {got['thrown']}"
+        result = got["result"]
+        if code is None:
+            assert result.get("isError") is not True, where
+            assert result["structuredContent"] == {"value": 2}, where
+            assert json.loads(result["content"][0]["text"]) == {"value": 2}, where
+            continue
+        assert result["isError"] is True, where
+        assert "structuredContent" not in result, where
+        error = json.loads(result["content"][0]["text"])["error"]
+        assert error["code"] == code, (where, error)
+        assert isinstance(error["message"], str) and error["message"], where
+        assert isinstance(error["retryable"], bool), where
