@@ -284,3 +284,51 @@ def register_health_checks(register):
     register(HealthCheck(name="remote", check=never, backend="remote",
                          not_configured="remote is not configured: set REMOTE_URL"))
 """
+
+
+#: Handlers that raise what would end the process if it escaped: SystemExit, KeyboardInterrupt,
+#: CancelledErrors that no cancellation of the call caused. ``faults_sleep`` waits to be cancelled.
+FAULTS = """
+from __future__ import annotations
+import asyncio
+import sys
+import anyio
+from pydantic import BaseModel, ConfigDict
+from gateway import Tier, ToolSpec, hookimpl
+
+STATE = {"cancelled": 0}
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+async def exits(args, ctx):
+    sys.exit(3)
+
+async def interrupts(args, ctx):
+    raise KeyboardInterrupt
+
+async def stray_cancel(args, ctx):
+    raise asyncio.CancelledError("raised by the plugin, not by a cancellation")
+
+async def cancelled_future(args, ctx):
+    fut = asyncio.get_running_loop().create_future()
+    fut.cancel()
+    await fut
+
+async def sleeps(args, ctx):
+    try:
+        await anyio.sleep(30)
+    except BaseException:
+        STATE["cancelled"] += 1
+        raise
+    return {}
+
+@hookimpl
+def register_tools(register):
+    for name, handler in (("faults_exit", exits), ("faults_interrupt", interrupts),
+                          ("faults_stray_cancel", stray_cancel),
+                          ("faults_cancelled_future", cancelled_future),
+                          ("faults_sleep", sleeps)):
+        register(ToolSpec(name=name, description="Misbehave.", input_model=In, handler=handler,
+                          tier=Tier.READ, timeout=60))
+"""
