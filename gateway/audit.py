@@ -2,8 +2,9 @@
 
 Two lines per call, sharing the correlation id: ``"outcome": "STARTED"`` before the handler
 runs, and the outcome code (``OK`` or an error code) after. A crash between them leaves the
-first, so an interrupted mutation is never invisible. Argument *values* are never written:
-only their names and shapes.
+first, so an interrupted mutation is never invisible. The log fails closed: a mutation whose
+``STARTED`` line cannot be written is refused before it runs. Argument *values* are never
+written: only their names and shapes.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ class AuditLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._warned = False
 
-    def write(self, event: dict[str, Any]) -> None:
+    def write(self, event: dict[str, Any]) -> bool:
+        """Append one line; ``False`` (and an error in the log) when it could not be written."""
         record = {"time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"), **event}
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         try:
@@ -53,6 +54,12 @@ class AuditLog:
                 finally:
                     os.close(fd)
         except OSError as exc:
-            if not self._warned:
-                log.error("audit log %s cannot be written: %s", self.path.name, exc.strerror)
-                self._warned = True
+            log.error(
+                "audit log %s cannot be written (%s): %s correlation_id=%s",
+                self.path.name,
+                exc.strerror or type(exc).__name__,
+                event.get("outcome"),
+                event.get("correlation_id"),
+            )
+            return False
+        return True

@@ -202,15 +202,25 @@ class Pipeline:
         cid = uuid.uuid4().hex[:12]
         mutation = tool.tier is Tier.MUTATION
         started = time.perf_counter()
-        if mutation:
-            self.audit.write(
-                {
-                    "tool": name,
-                    "plugin": tool.plugin.name,
-                    "correlation_id": cid,
-                    "outcome": "STARTED",
-                    "arguments": redact_arguments(arguments),
-                }
+        if mutation and not self.audit.write(
+            {
+                "tool": name,
+                "plugin": tool.plugin.name,
+                "correlation_id": cid,
+                "outcome": "STARTED",
+                "arguments": redact_arguments(arguments),
+            }
+        ):
+            # Fail closed: a change nobody could trace afterwards is not made.
+            return self._error(
+                GatewayError(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"tool {name!r} was not run: the audit log cannot be written, so the "
+                    "gateway refuses every change until it can; nothing was done. Tell the "
+                    "operator (the gateway log has the reason)",
+                ),
+                tool,
+                cid,
             )
         result = await self._run(tool, args, cid, progress)
         if mutation:

@@ -236,3 +236,23 @@ def test_compaction_keeps_recursive_definitions_and_the_same_verdicts():
         == [b.is_valid(d) for d in docs]
         == [True, False, False, False, False]
     )
+
+
+async def test_a_mutation_is_refused_when_its_audit_line_cannot_be_written(tmp_path, caplog):
+    (tmp_path / "not-a-dir").write_text("a file where the audit folder should be")
+    gw = make_gateway(
+        plugins=["notes"], audit_log=str(tmp_path / "not-a-dir" / "audit.jsonl"), cwd=tmp_path
+    )
+    async with gw:
+        refused = await gw.call("notes_add", {"text": "must not be stored"})
+        read = await gw.call("notes_search", {})
+    assert refused.code == "INTERNAL_ERROR"
+    assert "audit log cannot be written" in refused.payload["error"]["message"]
+    assert "nothing was done" in refused.payload["error"]["message"]
+    assert not (tmp_path / "data" / "notes.json").exists()  # the handler never ran
+    assert not read.is_error  # read tools are not audited and keep working
+    cid = refused.payload["error"]["correlation_id"]
+    assert any(
+        "audit log audit.jsonl cannot be written" in r.getMessage() and cid in r.getMessage()
+        for r in caplog.records
+    )
