@@ -177,3 +177,41 @@ def test_url_userinfo_is_removed_but_the_host_is_kept():
 def test_messages_are_bounded():
     s = Sanitizer(max_chars=50)
     assert len(s("x" * 10_000)) == 50
+
+
+FORGED = "x\n2026-11-22 12:00:00,000 INFO gateway.audit: forged line\r\x1b[2K\u2028also forged"
+
+
+def test_newlines_and_control_characters_in_values_cannot_forge_log_lines(tmp_path):
+    gw, raiser, stream, cleanup = _gateway_with_log(tmp_path)
+    try:
+        raiser.exc = RuntimeError(f"notes field was {FORGED}")
+        result = anyio.run(gw.call, "boom", {})
+        logging.getLogger("gateway.plugin.raiser").warning("note: %s", FORGED)
+    finally:
+        cleanup()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2, lines  # one record, one line
+    assert result.payload["error"]["correlation_id"] in lines[0]
+    for line in lines:
+        assert "\x1b" not in line and "\r" not in line and "\u2028" not in line
+        assert "\\n2026-11-22 12:00:00,000 INFO gateway.audit: forged line\\r\\x1b[2K" in line
+
+
+def test_debug_logs_keep_tracebacks_readable_but_every_continuation_is_indented(tmp_path):
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(RedactingFormatter(Sanitizer(), debug=True))
+    logger = logging.getLogger("gateway.test.debug")
+    logger.addHandler(handler)
+    try:
+        try:
+            raise ValueError(FORGED)
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) > 3 and "Traceback (most recent call last):" in lines[1]
+    assert all(line.startswith("    ") for line in lines[1:])
+    assert not any(line.startswith("2026-11-22") for line in lines)
