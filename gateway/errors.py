@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 
 class ErrorCode(enum.StrEnum):
@@ -109,13 +110,30 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*", re.S)
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+.*$', re.M)
 _URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/@'\"<>]+@")
 _FILE_URL = re.compile(r"\bfile://\S+")
+# A scheme word, then a credential: one with a digit or 20+ characters, so prose such as
+# "a basic example" or "token expired" stays readable.
 _AUTH_SCHEME = re.compile(
-    r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+)[A-Za-z0-9._~+/=\-]{6,}"
+    r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+|\+)"
+    r"(?=[A-Za-z0-9._~+/=\-]*\d|[A-Za-z0-9._~+/=\-]{20})[A-Za-z0-9._~+/=\-]{6,}"
 )
+# key = value, key: value (YAML), "key": "value" (JSON), with the key naming a credential.
 _SECRET_KV = re.compile(
-    r"(?i)\b([\w\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key)[\w\-]*)"
-    r"(\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+    r"(?i)\b([\w\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
+    r"private[_\-]?key|credentials?)[\w\-]*)"
+    r"([\"']?\s*[:=]\s*)"
+    r"(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
 )
+# Credentials recognisable by their shape alone, wherever they appear.
+_SECRET_SHAPES = re.compile(
+    r"\beyJ[\w\-]{2,}\.eyJ[\w\-]{2,}\.[\w\-]*"  # JWT: base64url '{"…' header and payload
+    r"|\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"  # OpenAI / Anthropic keys
+    r"|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"  # AWS access key ids
+    r"|\bgh[pousr]_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{22,255}"  # GitHub tokens
+    r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack tokens
+    r"|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY-----|.*)",
+    re.S,
+)
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 # SQL: a statement keyword followed by the words that make it a statement. Everything from
 # the keyword to the end of the line goes; the schema and query text are nobody's business.
 _SQL = re.compile(
@@ -180,11 +198,28 @@ class Sanitizer:
         return f"…/{name}{trailing}" if name else "…" + trailing
 
     def redact_secrets(self, text: str) -> str:
-        """Only the credentials: configured secrets, URL userinfo, auth header values."""
+        """Only the credentials: configured secrets, URL userinfo, auth header values,
+        credential-named pairs and credentials known by their shape (JWTs, ``sk-``, ``AKIA``,
+        ``ghp_`` …, PEM private keys), also when URL-encoded."""
+        redacted = self._redact_plain(text)
+        # URL-encoded text (a query string, a form body): look again at the decoded form, and
+        # where that hides a credential, give the decoded text, redacted.
+        for _ in range(2):  # double encoding too
+            if not _PERCENT_ESCAPE.search(redacted):
+                break
+            decoded = unquote(redacted)
+            cleaned = self._redact_plain(decoded)
+            if cleaned == decoded:
+                break
+            redacted = cleaned
+        return redacted
+
+    def _redact_plain(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, _REDACTED)
         text = _URL_USERINFO.sub(r"\1***@", text)
+        text = _SECRET_SHAPES.sub(_REDACTED, text)
         text = _AUTH_SCHEME.sub(
             lambda m: f"{m.group(1) or ''}{m.group(2)}{m.group(3)}{_REDACTED}", text
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import string
+from urllib.parse import quote
 
 import anyio
 from hypothesis import HealthCheck, given, settings
@@ -49,14 +50,74 @@ traceback_text = st.tuples(abs_path, word).map(
 )
 
 
+b64url = st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=8, max_size=40)
+alnum = string.ascii_letters + string.digits
+key_word = st.sampled_from(
+    ["password", "api_key", "apiKey", "client_secret", "access_token", "db-passwd", "secret"]
+)
+
+
+@st.composite
+def shaped_secret(draw):  # type: ignore[no-untyped-def]
+    """A credential in one of the shapes the sanitizer must know without being told the value:
+    (text to embed, the secret part that must not come out)."""
+    kind = draw(st.sampled_from(["json", "yaml", "jwt", "sk", "aws", "ghp", "github_pat", "pem"]))
+    value = draw(secret_chars)
+    if kind == "json":
+        key = draw(key_word)
+        quote = draw(st.sampled_from(['"', "'"]))
+        space = draw(st.sampled_from(["", " "]))
+        return f"{{{quote}{key}{quote}:{space}{quote}{value}{quote}, {quote}n{quote}: 1}}", value
+    if kind == "yaml":
+        return f"{draw(key_word)}: {value}", value
+    if kind == "jwt":
+        token = f"eyJ{draw(b64url)}.eyJ{draw(b64url)}.{draw(b64url)}"
+        return token, token
+    if kind == "sk":
+        token = draw(st.sampled_from(["sk-", "sk-proj-", "sk-ant-"])) + draw(
+            st.text(alphabet=alnum, min_size=24, max_size=48)
+        )
+        return token, token
+    if kind == "aws":
+        token = "AKIA" + draw(
+            st.text(alphabet=string.ascii_uppercase + string.digits, min_size=16, max_size=16)
+        )
+        return token, token
+    if kind == "ghp":
+        token = "ghp_" + draw(st.text(alphabet=alnum, min_size=36, max_size=40))
+        return token, token
+    if kind == "github_pat":
+        token = "github_pat_" + draw(st.text(alphabet=alnum + "_", min_size=22, max_size=82))
+        return token, token
+    body = "\n".join(
+        draw(
+            st.lists(
+                st.text(alphabet=alnum + "+/", min_size=16, max_size=64), min_size=1, max_size=4
+            )
+        )
+    )
+    label = draw(st.sampled_from(["", "RSA ", "EC ", "OPENSSH ", "ENCRYPTED "]))
+    return f"-----BEGIN {label}PRIVATE KEY-----\n{body}\n-----END {label}PRIVATE KEY-----", body
+
+
 @st.composite
 def leaky_message(draw):  # type: ignore[no-untyped-def]
     """A message mixing ordinary words with every kind of thing that must not leak."""
     forbidden: list[str] = []
     parts: list[str] = []
     for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["word", "path", "win", "pg", "bearer", "secret", "sql", "tb"]))
-        if kind == "word":
+        kind = draw(
+            st.sampled_from(
+                ["word", "path", "win", "pg", "bearer", "secret", "sql", "tb", "shape", "encoded"]
+            )
+        )
+        if kind in ("shape", "encoded"):
+            text, secret = draw(shaped_secret())
+            if kind == "encoded":  # the same inside a query string or form body
+                text = "q=" + quote(text, safe="")
+            parts.append(text)
+            forbidden += [secret, quote(secret, safe="")]
+        elif kind == "word":
             parts.append(draw(word))
         elif kind == "path":
             p = draw(abs_path)
@@ -215,3 +276,20 @@ def test_debug_logs_keep_tracebacks_readable_but_every_continuation_is_indented(
     assert len(lines) > 3 and "Traceback (most recent call last):" in lines[1]
     assert all(line.startswith("    ") for line in lines[1:])
     assert not any(line.startswith("2026-11-22") for line in lines)
+
+
+ordinary = st.one_of(
+    word,
+    st.uuids().map(str),
+    st.binary(min_size=20, max_size=20).map(bytes.hex),  # a git SHA
+    st.integers(0, 10**12).map(str),
+    st.uuids().map(lambda u: f"job-{u.hex[:12]}"),
+    st.sampled_from(["a basic example", "the token expired", "Bearer of bad news", "sk-1"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(ordinary, min_size=1, max_size=12))
+def test_ordinary_ids_shas_and_uuids_are_left_alone(parts):
+    text = " ".join(parts)
+    assert Sanitizer()(text, max_chars=10_000) == text
