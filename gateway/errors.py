@@ -9,6 +9,7 @@ log line, goes through :class:`Sanitizer` first.
 from __future__ import annotations
 
 import enum
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -105,6 +106,9 @@ _SECRET_ENV_NAME = re.compile(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I
 )
 _MIN_SECRET_LEN = 4
+#: Shorter "secrets" (an env var ``X_TOKEN=true``) are redacted from messages but never from
+#: result data, where replacing a common word would corrupt it.
+MIN_RESULT_SECRET_LEN = 8
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*", re.S)
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+.*$', re.M)
@@ -180,6 +184,35 @@ class Sanitizer:
     def add_secrets(self, secrets: Iterable[str]) -> None:
         new = {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
         self._secrets = sorted(set(self._secrets) | new, key=len, reverse=True)
+        # How each secret looks inside JSON text (quotes, backslashes and controls escaped).
+        self._in_json = [
+            json.dumps(s, ensure_ascii=False)[1:-1]
+            for s in self._secrets
+            if len(s) >= MIN_RESULT_SECRET_LEN
+        ]
+
+    @property
+    def checks_results(self) -> bool:
+        """Is there any secret long enough to be searched for in result data?"""
+        return bool(self._in_json)
+
+    def result_has_secret(self, json_text: str) -> bool:
+        """Does this JSON text hold a configured secret? A literal search per secret, in C: the
+        check every successful result gets, so it must stay cheap on megabyte pages."""
+        return any(needle in json_text for needle in self._in_json)
+
+    def redact_data(self, value: Any) -> Any:
+        """``value`` (JSON data) with configured secrets replaced in every key and string."""
+        if isinstance(value, str):
+            for secret in self._secrets:
+                if len(secret) >= MIN_RESULT_SECRET_LEN and secret in value:
+                    value = value.replace(secret, _REDACTED)
+            return value
+        if isinstance(value, dict):
+            return {self.redact_data(k): self.redact_data(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.redact_data(v) for v in value]
+        return value
 
     def _path(self, match: re.Match[str]) -> str:
         raw = match.group(1) if match.re is _POSIX_PATH else match.group(0)

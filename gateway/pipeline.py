@@ -301,7 +301,7 @@ class Pipeline:
                     raise
                 outcome = self._internal(tool, cid, exc)
             else:
-                outcome = CallResult(payload, False, tool, encode)
+                outcome = self._without_secrets(CallResult(payload, False, tool, encode), cid)
         except BaseException:
             if breaker is not None:
                 breaker.release()
@@ -318,6 +318,20 @@ class Pipeline:
             else:
                 breaker.record_success()
         return outcome
+
+    def _without_secrets(self, result: CallResult, cid: str) -> CallResult:
+        # 6. a backend may echo a configured secret inside data (a tag name, a file). Search the
+        # encoded text once (transports need it anyway); only a hit pays for a rewrite.
+        if not self.sanitize.checks_results or not self.sanitize.result_has_secret(result.text()):
+            return result
+        log.warning(
+            "tool=%s correlation_id=%s a configured secret in the result was redacted",
+            result.tool.name if result.tool else "?",
+            cid,
+        )
+        payload = self.sanitize.redact_data(result.payload)
+        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        return CallResult(payload, False, result.tool, lambda: text)
 
     def _shape(
         self, tool: RegisteredTool, raw: Any

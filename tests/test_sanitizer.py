@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import string
 from urllib.parse import quote
@@ -293,3 +294,80 @@ ordinary = st.one_of(
 def test_ordinary_ids_shas_and_uuids_are_left_alone(parts):
     text = " ".join(parts)
     assert Sanitizer()(text, max_chars=10_000) == text
+
+
+ECHO_TOKEN = 'ghx-Echoed"token\\value-7c1d'  # a quote and a backslash: escaped inside JSON
+
+
+class _Echo:
+    """A tool whose backend echoes the configured token inside data."""
+
+    @hookimpl
+    def plugin_settings(self):  # type: ignore[no-untyped-def]
+        from pydantic import SecretStr
+
+        from gateway import env_field
+
+        class Settings(BaseModel):
+            token: SecretStr | None = env_field("ECHO_SERVICE_TOKEN", default=None)
+
+        return Settings
+
+    @hookimpl
+    def register_tools(self, register):  # type: ignore[no-untyped-def]
+        class Out(BaseModel):
+            tags: list[str]
+            files: dict[str, str]
+
+        async def leaky(args, ctx):  # type: ignore[no-untyped-def]
+            return Out(
+                tags=["v1", f"release-{ECHO_TOKEN}"],
+                files={f"{ECHO_TOKEN}.txt": f"content with {ECHO_TOKEN} inside", "b": "x1"},
+            )
+
+        async def short(args, ctx):  # type: ignore[no-untyped-def]
+            return {"words": ["true", "value"]}
+
+        for name, handler, out in (("leaky", leaky, Out), ("short", short, None)):
+            register(
+                ToolSpec(
+                    name=name,
+                    description="d",
+                    input_model=_In,
+                    output_model=out,
+                    handler=handler,
+                    tier=Tier.READ,
+                )
+            )
+
+
+def test_configured_secrets_are_redacted_from_successful_results(tmp_path):
+    from gateway.testing import gateway_client
+
+    gw = make_gateway(
+        objects={"echo": _Echo()},
+        entry_points=False,
+        env={"ECHO_SERVICE_TOKEN": ECHO_TOKEN, "SHORT_TOKEN": "true"},
+        cwd=tmp_path,
+    )
+
+    async def run():  # type: ignore[no-untyped-def]
+        async with gw, gateway_client(gw) as client:
+            return (
+                await gw.call("leaky"),
+                await client.call_tool("leaky", {}),
+                await gw.call("short"),
+            )
+
+    direct, listed, short = anyio.run(run)
+    expected = {
+        "tags": ["v1", "release-[REDACTED]"],
+        "files": {"[REDACTED].txt": "content with [REDACTED] inside", "b": "x1"},
+    }
+    assert direct.payload == expected and not direct.is_error
+    assert json.loads(direct.text()) == expected
+    assert listed.structured_content == expected
+    assert json.loads(listed.content[0].text) == expected
+    assert ECHO_TOKEN not in listed.content[0].text
+    # A short value of a secret-named variable is not searched for in data: "true" stays.
+    assert short.payload == {"words": ["true", "value"]}
