@@ -1,26 +1,30 @@
 """Streamable HTTP transport: stateless, JSON responses, bearer token, Host/Origin checks.
 
 Bound to loopback by default. On any other address a token (``MCP_GATEWAY_TOKEN``) is
-required and the server refuses to start without one. ``/healthz`` (liveness) is open;
-``/readyz`` (plugin health) and ``/mcp`` need the token when one is set.
+required and the server refuses to start without one. The Host and Origin checks (against DNS
+rebinding) cover every route. ``/healthz`` (liveness, says only "ok") needs no token;
+``/readyz`` (plugin health) and ``/mcp`` need it when one is set. ``/mcp`` takes POST only:
+the server is stateless and opens no event stream, so GET (and DELETE) answer 405.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import sys
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .app import Gateway
 from .server import build_server
 
+MCP_PATH = "/mcp"
 OPEN_PATHS = frozenset({"/healthz"})
 
 
@@ -35,6 +39,57 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _matches(value: str, patterns: list[str]) -> bool:
+    """``value`` equals a pattern, or a ``name:*`` pattern with any port (as the SDK matches)."""
+    for pattern in patterns:
+        if value == pattern or (pattern.endswith(":*") and value.startswith(pattern[:-1])):
+            return True
+    return False
+
+
+class HostOriginGuard:
+    """Pure ASGI middleware: every route, not only ``/mcp``, refuses a ``Host`` that is not ours
+    (421) and a browser ``Origin`` that is not allowed (403). Otherwise a page on any site could
+    rebind its name to 127.0.0.1 and read ``/readyz`` (plugins, versions, health details)."""
+
+    def __init__(self, app: ASGIApp, hosts: list[str], origins: list[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = origin = ""
+        for key, value in scope.get("headers", []):
+            if key == b"host":
+                host = value.decode("latin-1")
+            elif key == b"origin":
+                origin = value.decode("latin-1")
+        if not _matches(host, self.hosts):
+            await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
+            return
+        if origin and not _matches(origin, self.origins):
+            await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
+            return
+        if scope["path"] == MCP_PATH and scope["method"] != "POST":
+            # Stateless JSON: no session to delete and no event stream to open. Without this, a
+            # GET opened a stream that never ended.
+            response = JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32000, "message": "Method Not Allowed: POST only"},
+                },
+                status_code=405,
+                headers={"Allow": "POST"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class BearerAuth:
@@ -95,11 +150,32 @@ def build_http_app(
         code = 200 if not failing else 503
         return JSONResponse({"ready": not failing, **status}, status_code=code)
 
-    loopback_hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    hosts, origins = allowed_names(host, allowed_hosts, allowed_origins)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+    app: Starlette = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=True,
+        stateless_http=True,
+        transport_security=security,
+        host=host,
+        custom_starlette_routes=[Route("/healthz", healthz), Route("/readyz", readyz)],
+    )
+    return HostOriginGuard(BearerAuth(app, token), hosts, origins)
+
+
+def allowed_names(
+    host: str, allowed_hosts: list[str] | None, allowed_origins: list[str] | None
+) -> tuple[list[str], list[str]]:
+    """The Host and Origin patterns this server accepts: the configured ones, else the loopback
+    names plus the address it is bound to (so ``--host 127.0.0.2`` works as it is)."""
+    bound = [f"[{host.strip('[]')}]:*"] if ":" in host else [f"{host}:*"]
+    loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     if allowed_hosts:
         hosts = list(allowed_hosts)
     elif is_loopback(host):
-        hosts = loopback_hosts
+        hosts = list(dict.fromkeys([*loopback, *bound]))
     elif host in ("0.0.0.0", "::", "[::]"):
         raise HttpSettingsError(
             f"serving on every interface ({host}) needs the Host names clients will use: set "
@@ -107,24 +183,11 @@ def build_http_app(
             "other Host headers are refused to block DNS rebinding"
         )
     else:
-        hosts = [f"{host}:*", f"[{host}]:*"] if ":" in host else [f"{host}:*"]
+        hosts = bound
     origins = list(allowed_origins or []) or [
-        "http://127.0.0.1:*",
-        "http://localhost:*",
-        "http://[::1]:*",
+        f"http://{h}" for h in dict.fromkeys([*loopback, *(bound if is_loopback(host) else [])])
     ]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
-    app: Starlette = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        json_response=True,
-        stateless_http=True,
-        transport_security=security,
-        host=host,
-        custom_starlette_routes=[Route("/healthz", healthz), Route("/readyz", readyz)],
-    )
-    return BearerAuth(app, token)
+    return hosts, origins
 
 
 def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None:
@@ -135,4 +198,22 @@ def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None
     kwargs.setdefault("allowed_hosts", cfg.allowed_hosts)
     kwargs.setdefault("allowed_origins", cfg.allowed_origins)
     app = build_http_app(gateway, host=host, port=port, token=token, **kwargs)
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+    auth = (
+        "bearer token required (MCP_GATEWAY_TOKEN)"
+        if token
+        else "no token required (loopback only)"
+    )
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # listening: say where, once, on stderr (stdout is not ours)
+                bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
+                shown = f"[{host.strip('[]')}]" if ":" in host else host
+                sys.stderr.write(
+                    f"mcp-gateway: serving MCP at http://{shown}:{bound}{MCP_PATH} ({auth})\n"
+                )
+                sys.stderr.flush()
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    _Server(config).run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import subprocess
 import sys
@@ -29,34 +30,56 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_gateway(tmp_path, request) -> Iterator[str]:
+def _start(
+    tmp_path, env: dict[str, str], host: str = "127.0.0.1"
+) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    extra = getattr(request, "param", {})
-    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes", **extra)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve", "--transport", "http", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            host,
+            "--port",
+            str(port),
+        ],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                break
+            httpx.get(url + "/healthz", timeout=1)  # any answer: it listens (421 for a Host it
+            return proc, url  # does not serve, when MCP_GATEWAY_ALLOWED_HOSTS names others)
         except httpx.TransportError:
             time.sleep(0.1)
-    else:
-        proc.kill()
-        raise AssertionError(
-            proc.stderr.read().decode() if proc.stderr else "gateway did not start"
-        )
+    proc.kill()
+    raise AssertionError(proc.stderr.read().decode() if proc.stderr else "gateway did not start")
+
+
+@pytest.fixture
+def http_gateway(tmp_path, request) -> Iterator[str]:
+    extra = getattr(request, "param", {})
+    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes", **extra)
+    proc, url = _start(tmp_path, env)
+    request.node.gateway_proc = proc
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+
+
+def _stderr_line(proc: subprocess.Popen[bytes], timeout: float = 10) -> str:
+    """The next stderr line of the server, or "" if none comes in time (never hangs)."""
+    assert proc.stderr is not None
+    ready, _, _ = select.select([proc.stderr], [], [], timeout)
+    return proc.stderr.readline().decode() if ready else ""
 
 
 def _rpc(method: str, params: dict, id_: int = 1) -> dict:
@@ -175,3 +198,57 @@ def test_a_foreign_host_header_is_refused(http_gateway):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}
     r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code in (403, 421)
+
+
+def test_start_up_says_where_it_listens_and_that_a_token_is_required(http_gateway, request):
+    proc = request.node.gateway_proc
+    line = _stderr_line(proc)
+    assert (
+        line
+        == f"mcp-gateway: serving MCP at {http_gateway}/mcp (bearer token required (MCP_GATEWAY_TOKEN))\n"
+    )
+    assert TOKEN not in line
+
+
+def test_get_on_the_stateless_endpoint_is_405_not_an_endless_stream(http_gateway):
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/event-stream, application/json"}
+    for method in ("GET", "DELETE"):
+        # Streamed: the status arrives with the headers, even if a body would never end.
+        with httpx.stream(method, http_gateway + "/mcp", headers=headers, timeout=5) as r:
+            assert r.status_code == 405 and r.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("path", ["/readyz", "/healthz", "/mcp"])
+def test_dns_rebinding_checks_cover_every_route(http_gateway, path):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    foreign_host = httpx.get(
+        http_gateway + path, headers={**auth, "Host": "evil.example:80"}, timeout=10
+    )
+    assert foreign_host.status_code == 421 and "notes" not in foreign_host.text
+    foreign_origin = httpx.get(
+        http_gateway + path, headers={**auth, "Origin": "http://evil.example"}, timeout=10
+    )
+    assert foreign_origin.status_code == 403 and "notes" not in foreign_origin.text
+
+
+def test_a_loopback_alias_works_without_extra_settings(tmp_path):
+    env = gateway_env(MCP_GATEWAY_PLUGINS="notes")
+    proc, url = _start(tmp_path, env, host="127.0.0.2")
+    try:
+        line = _stderr_line(proc)
+        assert f"at {url}/mcp (no token required (loopback only))" in line
+        listed = httpx.post(
+            url + "/mcp", json=_rpc("tools/list", {}), headers=MCP_HEADERS, timeout=10
+        )
+        assert listed.status_code == 200 and listed.json()["result"]["tools"]
+        assert httpx.get(url + "/readyz", timeout=10).status_code == 200
+        origin = {**MCP_HEADERS, "Origin": "http://127.0.0.2:3000"}
+        assert (
+            httpx.post(
+                url + "/mcp", json=_rpc("tools/list", {}), headers=origin, timeout=10
+            ).status_code
+            == 200
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
