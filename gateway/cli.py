@@ -11,6 +11,7 @@ import contextlib
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .config import ConfigError, load_config
@@ -54,8 +55,8 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _print(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,9 +77,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args, config)
 
+    from .stdio import stdout_to_stderr
+
+    # Plugins are imported and run from here on: what they print goes to stderr, so the
+    # output below (often JSON for another program) stays clean.
+    lines: list[str] = []
+    with stdout_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+        code = _command(args, config, lines.append)
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+    return code
+
+
+def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None]) -> int:
     import anyio
 
     from .app import build_gateway
+    from .logs import configure_logging
 
     gateway = build_gateway(config)
     # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
@@ -87,13 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plugins":
         records = [r.as_dict() for r in gateway.plugins]
         if args.json:
-            _print(records)
+            emit(_json(records))
         else:
             rows = [
                 [r["name"], r["version"], r["state"], str(r["tool_count"]), r["reason"] or ""]
                 for r in records
             ]
-            print(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
+            emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
         return 0
 
     if args.command == "tools":
@@ -107,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
             for t in gateway.visible_tools()
         ]
         if args.json:
-            _print(tools)
+            emit(_json(tools))
         else:
-            print(
+            emit(
                 _table(
                     [[t["name"], t["plugin"], t["tier"], t["title"]] for t in tools],
                     ["TOOL", "PLUGIN", "TIER", "TITLE"],
@@ -128,12 +143,14 @@ def main(argv: list[str] | None = None) -> int:
         results = [r.as_dict() for r in checks]
         plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
         if args.json:
-            _print(
-                {
-                    "ok": not failed,
-                    "checks": results,
-                    "failed_plugins": [p.as_dict() for p in plugin_failures],
-                }
+            emit(
+                _json(
+                    {
+                        "ok": not failed,
+                        "checks": results,
+                        "failed_plugins": [p.as_dict() for p in plugin_failures],
+                    }
+                )
             )
         else:
             rows = [
@@ -146,13 +163,13 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 for r in results
             ]
-            print(
+            emit(
                 _table(rows, ["PLUGIN", "CHECK", "STATUS", "REQUIRED", "DETAIL"])
                 if rows
                 else "no health checks registered"
             )
             for p in plugin_failures:
-                print(f"plugin {p.name} failed to load: {p.reason}")
+                emit(f"plugin {p.name} failed to load: {p.reason}")
         return 1 if failed or plugin_failures else 0
 
     if args.command == "call":
@@ -167,11 +184,13 @@ def main(argv: list[str] | None = None) -> int:
                 return await gateway.pipeline.call(args.tool, arguments)
 
         result = anyio.run(run_call)
-        _print(result.payload)
+        emit(_json(result.payload))
         return 1 if result.is_error else 0
 
     if args.command == "claude-config":
-        _print(claude_config(gateway, args.name or config.server_name, config_path=args.config))
+        emit(
+            _json(claude_config(gateway, args.name or config.server_name, config_path=args.config))
+        )
         return 0
     return 2  # pragma: no cover - argparse enforces the choices
 
@@ -199,22 +218,28 @@ def _serve(args: argparse.Namespace, config: Any) -> int:
 
     from .app import build_gateway
     from .logs import configure_logging
+    from .stdio import protected_stdio, stdout_to_stderr
 
-    gateway = build_gateway(config)
-    configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
     if args.transport == "stdio":
         from .server import serve_stdio
 
-        with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(serve_stdio, gateway)
+        # Before any plugin is imported: from here on only the protocol reaches stdout.
+        with protected_stdio() as wire:
+            gateway = build_gateway(config)
+            configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+            with contextlib.suppress(KeyboardInterrupt):
+                anyio.run(serve_stdio, gateway, wire)
         return 0
     from .http import HttpSettingsError, serve_http
 
-    try:
-        serve_http(gateway, host=args.host, port=args.port)
-    except HttpSettingsError as exc:
-        sys.stderr.write(f"mcp-gateway: {exc}\n")
-        return 2
+    with stdout_to_stderr():
+        gateway = build_gateway(config)
+        configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+        try:
+            serve_http(gateway, host=args.host, port=args.port)
+        except HttpSettingsError as exc:
+            sys.stderr.write(f"mcp-gateway: {exc}\n")
+            return 2
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as t
 from mcp.server import Server, ServerRequestContext
@@ -14,6 +14,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from . import __version__
 from .app import Gateway
 from .pipeline import CallResult
+from .stdio import StdinLines, Wire
 
 log = logging.getLogger("gateway.server")
 
@@ -101,9 +102,16 @@ def initialization_options(server: Server[Any]) -> Any:
     return server.create_initialization_options(NotificationOptions(tools_changed=False))
 
 
-async def serve_stdio(gateway: Gateway) -> None:
+async def serve_stdio(gateway: Gateway, wire: Wire) -> None:
+    """Serve over the real stdin/stdout taken by :func:`gateway.stdio.protected_stdio` before
+    the plugins were imported (fd 1 already points at stderr)."""
+    import io
+
+    import anyio
     from mcp.server.stdio import stdio_server
 
     server = build_server(gateway)
-    async with stdio_server() as (read, write):
+    stdin = cast("anyio.AsyncFile[str]", StdinLines(wire.stdin))  # only iterated by the SDK
+    stdout = anyio.wrap_file(io.TextIOWrapper(wire.stdout, encoding="utf-8"))
+    async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
         await server.run(read, write, initialization_options(server))

@@ -332,3 +332,34 @@ def register_tools(register):
         register(ToolSpec(name=name, description="Misbehave.", input_model=In, handler=handler,
                           tier=Tier.READ, timeout=60))
 """
+
+
+#: Writes to stdout (print, a raw fd-1 write, an unflushed buffer) and reads stdin, at import
+#: time and in its hooks and handler: none of it may touch the protocol.
+NOISY = (
+    _HEADER
+    + """
+import os
+import sys
+
+print("noise: print at import")
+os.write(1, b"noise: raw fd 1 write at import\\n")
+sys.stdout.write("noise: unflushed, no newline")
+STDIN_AT_IMPORT = sys.stdin.readline()
+
+@hookimpl
+def register_tools(register):
+    print("noise: print in register_tools")
+    async def noisy(args, ctx):
+        print("noise: print in the handler")
+        os.write(1, b"noise: raw write in the handler\\n")
+        return {"stdin_at_import": STDIN_AT_IMPORT, "echo": args.text}
+    register(ToolSpec(name="noisy_echo", description="Echo.", input_model=EchoIn,
+                      handler=noisy, tier=Tier.READ))
+
+@hookimpl
+async def open_resources(plugin):
+    print("noise: print in open_resources")
+    os.write(1, b"noise: raw write in open_resources\\n")
+"""
+)

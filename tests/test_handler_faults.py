@@ -110,7 +110,7 @@ def _start(tmp_path) -> subprocess.Popen[bytes]:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("how", ["sigterm", "stdin closed"])
+@pytest.mark.parametrize("how", ["sigint", "sigterm", "stdin closed"])
 def test_the_stdio_server_still_shuts_down_during_a_call(faults, tmp_path, how):
     proc = _start(tmp_path)
     try:
