@@ -88,6 +88,7 @@ class GatewayConfig:
     breaker_failures: int = 3
     breaker_reset_seconds: float = 30.0
     resource_timeout: float = 10.0
+    load_timeout: float = 5.0
     token: SecretStr | None = None
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
@@ -116,6 +117,7 @@ _GATEWAY_KEYS: dict[str, str] = {
     "breaker_failures": "int",
     "breaker_reset_seconds": "float",
     "resource_timeout": "float",
+    "load_timeout": "float",
     "token": "secret",
     "allowed_hosts": "list",
     "allowed_origins": "list",

@@ -14,6 +14,10 @@ Order at start-up, per plugin: ``plugin_settings`` → ``register_tools`` →
 ``close_resources``. None of these may do network I/O except ``open_resources`` and
 ``close_resources``, and those should only open clients, not probe backends: the gateway
 must answer ``initialize`` and ``tools/list`` at once even when every backend is down.
+
+Time limits: the import and the load-time hooks of one plugin share ``load_timeout``;
+``open_resources`` and ``close_resources`` get ``resource_timeout`` each. They hold for
+blocking code too (see :mod:`gateway.deadline`); a plugin that overruns is skipped.
 """
 
 from __future__ import annotations

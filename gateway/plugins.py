@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import hookspecs
 from .config import GatewayConfig, build_settings, secret_values, settings_error
+from .deadline import HookOverrun, time_limit
 from .errors import Sanitizer
 from .health import HealthMonitor
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
@@ -36,6 +37,9 @@ HOOK_NAMES = (
 )
 
 log = logging.getLogger("gateway.plugins")
+#: The signal for blocking code fires a little after the cooperative timeout, so a hook that
+#: awaits gets the ordinary TimeoutError.
+_BLOCKING_SLACK = 0.1
 
 
 class PluginState(enum.StrEnum):
@@ -189,54 +193,25 @@ class PluginLoader:
             if why:
                 rec.state, rec.reason = PluginState.DISABLED, why
                 return
-        step = "import"
+        steps: list[str] = ["import"]
         try:
-            module = src.load()
-            step = "register"
-            rec.module = module
-            self.pm.register(module, name=src.name)
-            self._check_hook_names(module)
-            step = "plugin_settings"
-            settings = self._settings(module, src.name)
-            self.sanitizer.add_secrets(secret_values(settings))
-            ctx: PluginContext[Any] = PluginContext(
-                name=src.name,
-                version=src.version,
-                settings=settings,
-                data_roots=tuple(self.config.data_roots),
-                logger=logging.getLogger(f"gateway.plugin.{src.name}"),
-                read_only=self.config.read_only,
-                sanitizer=self.sanitizer,
-                backends=self.backends,
+            with time_limit(self.config.load_timeout):
+                self._load_steps(src, rec, steps.append)
+        except HookOverrun:
+            what = "import" if steps[-1] == "import" else f"hook {steps[-1]}"
+            self._fail(
+                rec,
+                f"{what} did not finish within {self.config.load_timeout:g} s "
+                "(load_timeout); it blocks start-up",
             )
-            rec.context = ctx
-            step = "register_tools"
-            specs: list[ToolSpec] = []
-            call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
-            tools: list[RegisteredTool] = [build_tool(s, ctx) for s in specs]
-            step = "register_health_checks"
-            checks: list[HealthCheck] = []
-            call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
-            step = "backend settings"
-            checks += self._declare_backends(src.name, tools)
-            for t in tools:
-                name = t.spec.backend_name
-                if name and not any(c.backend == name for c in checks):
-                    raise RegistrationError(
-                        f"tool {t.name!r} depends on backend {name!r}, "
-                        "but no health check declares that backend"
-                    )
-            self.registry.add_all(tools)
-            self.health.add_all(src.name, checks)
-            rec.tools = [t.name for t in tools]
-            rec.checks = [c.name for c in checks]
         except RegistrationError as exc:
             self._fail(rec, f"invalid tool declaration: {exc}")
         except BackendConflict as exc:
             self._fail(rec, str(exc))
         except _PluginInvalid as exc:
             self._fail(rec, str(exc))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
+            step = steps[-1]
             what = {"import": "failed to import", "register": "cannot be registered"}.get(
                 step, f"raised in hook {step}"
             )
@@ -262,6 +237,52 @@ class PluginLoader:
             self.sanitizer.add_secrets(settings.secret_values())
             checks.append(self.backends.health_check(backend))
         return checks
+
+    def _load_steps(
+        self, src: PluginSource, rec: PluginRecord, step: Callable[[str], None]
+    ) -> None:
+        """Import one plugin and run its load-time hooks; ``step`` is told what runs now.
+        Runs on the calling thread under :func:`time_limit`, so blocking code is stopped."""
+        step("import")
+        module = src.load()
+        step("register")
+        rec.module = module
+        self.pm.register(module, name=src.name)
+        self._check_hook_names(module)
+        step("plugin_settings")
+        settings = self._settings(module, src.name)
+        self.sanitizer.add_secrets(secret_values(settings))
+        ctx: PluginContext[Any] = PluginContext(
+            name=src.name,
+            version=src.version,
+            settings=settings,
+            data_roots=tuple(self.config.data_roots),
+            logger=logging.getLogger(f"gateway.plugin.{src.name}"),
+            read_only=self.config.read_only,
+            sanitizer=self.sanitizer,
+            backends=self.backends,
+        )
+        rec.context = ctx
+        step("register_tools")
+        specs: list[ToolSpec] = []
+        call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
+        tools: list[RegisteredTool] = [build_tool(s, ctx) for s in specs]
+        step("register_health_checks")
+        checks: list[HealthCheck] = []
+        call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
+        step("backend settings")
+        checks += self._declare_backends(src.name, tools)
+        for t in tools:
+            name = t.spec.backend_name
+            if name and not any(c.backend == name for c in checks):
+                raise RegistrationError(
+                    f"tool {t.name!r} depends on backend {name!r}, "
+                    "but no health check declares that backend"
+                )
+        self.registry.add_all(tools)
+        self.health.add_all(src.name, checks)
+        rec.tools = [t.name for t in tools]
+        rec.checks = [c.name for c in checks]
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.
@@ -293,16 +314,16 @@ class PluginLoader:
         for rec in self.records:
             if rec.state is not PluginState.LOADED or rec.module is None:
                 continue
+            limit = self.config.resource_timeout
             try:
-                with anyio.fail_after(self.config.resource_timeout):
+                # fail_after stops a hook that awaits; time_limit one that blocks the loop.
+                with anyio.fail_after(limit), time_limit(limit + _BLOCKING_SLACK):
                     for r in call_hook(self.pm, "open_resources", rec.module, plugin=rec.context):
                         await maybe_await(r)
-            except TimeoutError:
+            except (TimeoutError, HookOverrun):
                 await self._close_one(rec)
-                self._fail(
-                    rec, f"open_resources did not finish within {self.config.resource_timeout:g} s"
-                )
-            except Exception as exc:
+                self._fail(rec, f"open_resources did not finish within {limit:g} s")
+            except (Exception, SystemExit) as exc:
                 await self._close_one(rec)
                 self._fail(rec, f"raised in hook open_resources: {type(exc).__name__}: {exc}")
 
@@ -311,11 +332,17 @@ class PluginLoader:
 
         if rec.module is None or not self.pm.is_registered(rec.module):
             return
+        limit = self.config.resource_timeout
         try:
-            with anyio.move_on_after(self.config.resource_timeout, shield=True):
+            with (
+                anyio.move_on_after(limit, shield=True),
+                time_limit(limit + _BLOCKING_SLACK),
+            ):
                 for r in call_hook(self.pm, "close_resources", rec.module, plugin=rec.context):
                     await maybe_await(r)
-        except Exception as exc:
+        except HookOverrun:
+            log.error("plugin %s: close_resources did not finish within %g s", rec.name, limit)
+        except (Exception, SystemExit) as exc:
             log.error(
                 "plugin %s: close_resources failed: %s: %s",
                 rec.name,

@@ -363,3 +363,99 @@ async def open_resources(plugin):
     os.write(1, b"noise: raw write in open_resources\\n")
 """
 )
+
+
+#: Load-time hooks that block (time.sleep, not await) or await for far too long.
+SLOW: dict[str, str] = {
+    "slow_import": _HEADER
+    + """
+import time
+time.sleep(60)
+""",
+    "slow_settings": _HEADER
+    + """
+import time
+
+@hookimpl
+def plugin_settings():
+    time.sleep(60)
+""",
+    "slow_tools": _HEADER
+    + """
+import time
+
+@hookimpl
+def register_tools(register):
+    register(echo_spec("slow_tools_echo"))
+    time.sleep(60)
+""",
+    "slow_open_sync": _HEADER
+    + """
+import time
+
+@hookimpl
+def register_tools(register):
+    register(echo_spec("slow_open_sync_echo"))
+
+@hookimpl
+def open_resources(plugin):
+    time.sleep(60)
+""",
+    "slow_open_blocking": _HEADER
+    + """
+import time
+
+@hookimpl
+def register_tools(register):
+    register(echo_spec("slow_open_blocking_echo"))
+
+@hookimpl
+async def open_resources(plugin):
+    await anyio.sleep(0)
+    time.sleep(60)  # blocks the event loop: no await can time it out
+""",
+    "slow_open_await": _HEADER
+    + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("slow_open_await_echo"))
+
+@hookimpl
+async def open_resources(plugin):
+    await anyio.sleep(60)
+""",
+}
+
+#: What a load-time hook may hold on to must work from the server's loop and thread: a sqlite3
+#: connection (bound to the thread that opened it) and an httpx.AsyncClient (to the loop).
+KEEPS = """
+from __future__ import annotations
+import sqlite3
+from pydantic import BaseModel, ConfigDict
+from gateway import Tier, ToolSpec, hookimpl
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+async def use(args, ctx):
+    db = ctx.resources["db"]
+    value = db.execute("select 41 + 1").fetchone()[0]
+    client = ctx.resources["client"]
+    return {"sqlite": value, "client_open": not client.is_closed}
+
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="keeps_use", description="Use what open_resources opened.",
+                      input_model=In, handler=use, tier=Tier.READ))
+
+@hookimpl
+async def open_resources(plugin):
+    import httpx
+    plugin.resources["db"] = sqlite3.connect(":memory:")
+    plugin.resources["client"] = httpx.AsyncClient()
+
+@hookimpl
+async def close_resources(plugin):
+    plugin.resources["db"].close()
+    await plugin.resources["client"].aclose()
+"""
