@@ -50,7 +50,11 @@ class Gateway:
             breaker_failures=config.breaker_failures,
             breaker_reset_seconds=config.breaker_reset_seconds,
         )
-        self.policy = Policy(read_only=config.read_only, deny_tools=frozenset(config.deny_tools))
+        self.policy = Policy(
+            read_only=config.read_only,
+            deny_tools=frozenset(config.deny_tools),
+            confirm_each_call=config.confirm_each_call,
+        )
         self.backends = BackendHub(config.plugin_table, config.env)
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends

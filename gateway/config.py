@@ -28,6 +28,8 @@ from typing import Any
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 ENV_PREFIX = "MCP_GATEWAY_"
+#: Which tools Claude Code must confirm on every call, even in auto or bypass modes.
+CONFIRM_CHOICES = ("destructive", "mutations", "none")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -92,6 +94,7 @@ class GatewayConfig:
     token: SecretStr | None = None
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
+    confirm_each_call: str = "destructive"
     debug: bool = False
     log_level: str = "INFO"
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -121,6 +124,7 @@ _GATEWAY_KEYS: dict[str, str] = {
     "token": "secret",
     "allowed_hosts": "list",
     "allowed_origins": "list",
+    "confirm_each_call": "confirm",
     "debug": "bool",
     "log_level": "str",
 }
@@ -147,6 +151,11 @@ def _convert(key: str, kind: str, value: Any, where: str) -> Any:
         if kind == "paths":
             items = value.split(os.pathsep) if isinstance(value, str) else list(value)
             return [Path(str(p)) for p in items if str(p).strip()]
+        if kind == "confirm":
+            choice = str(value).strip().lower()
+            if choice not in CONFIRM_CHOICES:
+                raise ValueError(f"use one of {', '.join(CONFIRM_CHOICES)}, not {value!r}")
+            return choice
         if kind == "secret":
             return SecretStr(str(value)) if str(value) else None
         return str(value)

@@ -14,6 +14,8 @@ from mcp.server.lowlevel.server import NotificationOptions
 from . import __version__
 from .app import Gateway
 from .pipeline import CallResult
+from .policy import Policy
+from .registry import RegisteredTool
 from .stdio import StdinLines, Wire
 
 log = logging.getLogger("gateway.server")
@@ -26,7 +28,7 @@ INSTRUCTIONS = (
 )
 
 
-def mcp_tool(tool: Any) -> t.Tool:
+def mcp_tool(tool: RegisteredTool, policy: Policy) -> t.Tool:
     return t.Tool(
         name=tool.name,
         title=tool.annotations["title"],
@@ -34,7 +36,7 @@ def mcp_tool(tool: Any) -> t.Tool:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=t.ToolAnnotations(**tool.annotations),
-        _meta=tool.meta,
+        _meta=policy.published_meta(tool),
     )
 
 
@@ -57,7 +59,9 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     def listed() -> t.ListToolsResult:
         if "tools" not in cache:
-            cache["tools"] = t.ListToolsResult(tools=[mcp_tool(x) for x in gateway.visible_tools()])
+            cache["tools"] = t.ListToolsResult(
+                tools=[mcp_tool(x, gateway.policy) for x in gateway.visible_tools()]
+            )
         return cache["tools"]  # type: ignore[no-any-return]
 
     def input_schema(name: str) -> dict[str, Any] | None:

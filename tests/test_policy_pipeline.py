@@ -256,3 +256,74 @@ async def test_a_mutation_is_refused_when_its_audit_line_cannot_be_written(tmp_p
         "audit log audit.jsonl cannot be written" in r.getMessage() and cid in r.getMessage()
         for r in caplog.records
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "confirmed"),
+    [
+        (None, {"notes_delete"}),  # default: destructive mutations
+        ("destructive", {"notes_delete"}),
+        ("mutations", {"notes_delete", "notes_add"}),
+        ("none", set()),
+    ],
+)
+async def test_per_call_confirmation_is_published_for_the_chosen_tiers(
+    tmp_path, setting, confirmed
+):
+    settings = {} if setting is None else {"confirm_each_call": setting}
+    gw = make_gateway(plugins=["notes"], cwd=tmp_path, **settings)
+    async with gw, gateway_client(gw) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    flagged = {
+        name
+        for name, tool in tools.items()
+        if (tool.meta or {}).get("anthropic/requiresUserInteraction") is True
+    }
+    assert flagged == confirmed
+    assert "anthropic/requiresUserInteraction" not in (tools["notes_search"].meta or {})
+
+
+def test_confirm_each_call_comes_from_the_file_or_the_environment_and_is_checked(tmp_path):
+    from gateway.config import ConfigError, load_config
+
+    (tmp_path / "gw.toml").write_text('[gateway]\nconfirm_each_call = "mutations"\n')
+    assert load_config(tmp_path / "gw.toml", env={}, cwd=tmp_path).confirm_each_call == "mutations"
+    env = {"MCP_GATEWAY_CONFIRM_EACH_CALL": "NONE"}
+    assert load_config(tmp_path / "gw.toml", env=env, cwd=tmp_path).confirm_each_call == "none"
+    with pytest.raises(ConfigError, match="destructive, mutations, none"):
+        load_config(env={"MCP_GATEWAY_CONFIRM_EACH_CALL": "always"}, cwd=tmp_path)
+
+
+async def test_confirmation_keeps_the_tools_own_meta(tmp_path):
+    from pydantic import BaseModel, ConfigDict
+
+    from gateway import Mutation, ToolSpec, hookimpl
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Plugin:
+        @hookimpl
+        def register_tools(self, register):  # type: ignore[no-untyped-def]
+            async def wipe(args, ctx):  # type: ignore[no-untyped-def]
+                return {}
+
+            register(
+                ToolSpec(
+                    name="wipe",
+                    description="Wipe.",
+                    input_model=In,
+                    handler=wipe,
+                    tier="mutation",
+                    max_result_chars=100_000,
+                    mutation=Mutation("deletes it all", "nothing", False, True, True),
+                )
+            )
+
+    gw = make_gateway(objects={"p": Plugin()}, entry_points=False, cwd=tmp_path)
+    async with gw, gateway_client(gw) as client:
+        [wipe] = [t for t in (await client.list_tools()).tools if t.name == "wipe"]
+    assert wipe.meta == {
+        "anthropic/maxResultSizeChars": 100_000,
+        "anthropic/requiresUserInteraction": True,
+    }
