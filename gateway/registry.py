@@ -20,6 +20,23 @@ class RegistrationError(Exception):
     """A tool spec the core refuses; the plugin that declared it is skipped."""
 
 
+#: Claude Code cuts a tool description (MUTATION paragraph included) after this many
+#: characters, and drops a tool whose full name ``mcp__<server>__<tool>`` is longer than
+#: MAX_FULL_NAME characters.
+MAX_DESCRIPTION_CHARS = 2048
+MAX_FULL_NAME = 128
+
+
+def client_server_name(name: str) -> str:
+    """The server name as Claude Code uses it in tool names and permission rules."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-") else "_" for ch in name)
+
+
+def full_tool_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``: how Claude Code names the tool (and its permission rule)."""
+    return f"mcp__{client_server_name(server)}__{tool}"
+
+
 @dataclass
 class RegisteredTool:
     spec: ToolSpec
@@ -194,6 +211,13 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
     if tier is Tier.MUTATION:
         assert spec.mutation is not None
         description = f"{description}\n\n{mutation_paragraph(spec.mutation)}"
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        raise RegistrationError(
+            f"tool {spec.name!r}: description is {len(description)} characters"
+            + (" with its MUTATION paragraph" if tier is Tier.MUTATION else "")
+            + f"; Claude Code cuts it after {MAX_DESCRIPTION_CHARS}: say it in fewer words "
+            "(parameter details belong in the input model's field descriptions)"
+        )
     title = spec.title or spec.name.replace("_", " ").capitalize()
     annotations: dict[str, Any] = {
         "title": title,

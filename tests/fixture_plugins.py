@@ -459,3 +459,30 @@ async def close_resources(plugin):
     plugin.resources["db"].close()
     await plugin.resources["client"].aclose()
 """
+
+
+#: Claude Code's limits: descriptions up to 2,048 characters, full names up to 128.
+LIMITS: dict[str, str] = {
+    "long_description": _HEADER
+    + """
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="long_description_echo", description="x" * 2049, input_model=EchoIn,
+                      handler=echo, tier=Tier.READ))
+""",
+    "long_with_paragraph": _HEADER
+    + """
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="long_with_paragraph_echo", description="x" * 1900, input_model=EchoIn,
+                      handler=echo, tier=Tier.MUTATION,
+                      mutation=Mutation("changes a thing", "the thing exists", True, False, True)))
+""",
+    "longest_name": _HEADER
+    + """
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="n" * 64, description="x" * 2048, input_model=EchoIn, handler=echo,
+                      tier=Tier.READ))
+""",
+}

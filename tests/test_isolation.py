@@ -117,3 +117,35 @@ async def test_stdio_gateway_serves_the_good_plugin_next_to_every_broken_one(plu
             text = json.dumps(status.structured_content)
             for name in EXPECTED_REASON:
                 assert name in text
+
+
+def test_descriptions_over_claude_codes_limit_are_refused_at_registration(plugin_site, tmp_path):
+    from fixture_plugins import LIMITS
+
+    plugin_site(
+        "gwfx-limits", {k: f"gwfx_{k}" for k in LIMITS}, {f"gwfx_{k}": v for k, v in LIMITS.items()}
+    )
+    gw = make_gateway(plugins=list(LIMITS), cwd=tmp_path)
+    records = {p.name: p for p in gw.plugins}
+    assert records["longest_name"].state is PluginState.LOADED  # exactly 2,048 is fine
+    long = records["long_description"]
+    assert long.state is PluginState.FAILED
+    assert "description is 2049 characters; Claude Code cuts it after 2048" in (long.reason or "")
+    with_paragraph = records["long_with_paragraph"]
+    assert with_paragraph.state is PluginState.FAILED
+    assert "with its MUTATION paragraph" in (with_paragraph.reason or "")
+
+
+def test_the_conformance_kit_checks_the_full_name_against_the_server_name(plugin_site, tmp_path):
+    from fixture_plugins import LIMITS
+
+    from gateway.testing import assert_plugin_conforms
+
+    plugin_site(
+        "gwfx-longest",
+        {"longest_name": "gwfx_longest_name"},
+        {"gwfx_longest_name": LIMITS["longest_name"]},
+    )
+    assert_plugin_conforms("longest_name", cwd=tmp_path)  # mcp__gateway__ + 64 = 78
+    with pytest.raises(AssertionError, match="Claude Code drops tools whose full name is over 128"):
+        assert_plugin_conforms("longest_name", cwd=tmp_path, server_name="s" * 58)

@@ -31,7 +31,7 @@ from ..app import Gateway, build_gateway
 from ..config import load_config
 from ..errors import ErrorCode, GatewayError
 from ..plugins import PluginState
-from ..registry import RegisteredTool
+from ..registry import MAX_DESCRIPTION_CHARS, MAX_FULL_NAME, RegisteredTool, full_tool_name
 from ..spec import Tier
 
 SENTINEL_SECRET = "s3cr3t-SENTINEL-token-4f9a"
@@ -121,7 +121,7 @@ def _check_schema(schema: dict[str, Any], where: str) -> None:
     validator_for(schema).check_schema(schema)
 
 
-async def _conformance(gateway: Gateway, name: str, health_slack: float) -> None:
+async def _conformance(gateway: Gateway, name: str, health_slack: float, server_name: str) -> None:
     record = gateway.plugin(name)
     assert record is not None, f"plugin {name!r} is not installed (no entry point of that name)"
     assert record.state is PluginState.LOADED, f"plugin {name!r} did not load: {record.reason}"
@@ -152,6 +152,15 @@ async def _conformance(gateway: Gateway, name: str, health_slack: float) -> None
                 assert "MUTATION:" in (published.description or ""), (
                     f"{where}: no MUTATION paragraph"
                 )
+            # Claude Code's limits: a longer description is cut, a longer full name dropped.
+            assert len(published.description or "") <= MAX_DESCRIPTION_CHARS, (
+                f"{where}: description over {MAX_DESCRIPTION_CHARS} characters"
+            )
+            full = full_tool_name(server_name, tool.name)
+            assert len(full) <= MAX_FULL_NAME, (
+                f"{where}: {full!r} is {len(full)} characters; Claude Code drops tools whose "
+                f"full name is over {MAX_FULL_NAME}"
+            )
             # Unknown arguments are refused before the handler runs.
             res = await gateway.pipeline.call(tool.name, {"__conformance_unknown__": 1})
             assert res.is_error and res.code == ErrorCode.VALIDATION_ERROR, (
@@ -208,18 +217,20 @@ def assert_plugin_conforms(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     health_slack: float = 2.0,
+    server_name: str = "gateway",
 ) -> None:
     """Load installed plugin ``name`` and check what every plugin must satisfy:
 
     it loads; every tool has a tier, valid JSON schemas that round-trip and equal what
     ``tools/list`` publishes, the right ``readOnlyHint`` and, for mutations, the ``MUTATION:``
-    paragraph; unknown arguments give ``VALIDATION_ERROR``; every health check finishes within
+    paragraph; descriptions fit Claude Code's 2,048 characters and every full tool name
+    ``mcp__<server_name>__<tool>`` its 128; unknown arguments give ``VALIDATION_ERROR``; every health check finishes within
     its timeout; and an exception containing a secret and an absolute path comes back sanitized.
     """
     workdir = (cwd or Path.cwd()).resolve()
     with _chdir(workdir):
         gateway = make_gateway(plugins=[name], plugin_config=plugin_config, env=env, cwd=workdir)
-        anyio.run(_conformance, gateway, name, health_slack)
+        anyio.run(_conformance, gateway, name, health_slack, server_name)
 
 
 from .degrade import assert_backend_tools_degrade, example_arguments  # noqa: E402
@@ -233,4 +244,5 @@ __all__ = [
     "gateway_client",
     "gateway_factory",
     "make_gateway",
+    "tool_error",
 ]
