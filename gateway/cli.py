@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -35,14 +34,37 @@ def _parser() -> argparse.ArgumentParser:
     ):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "tools":
+            sp.add_argument(
+                "--sizes",
+                action="store_true",
+                help="bytes and estimated tokens each tool costs the model on every turn",
+            )
 
     c = sub.add_parser("call", help="call one tool through the same pipeline; print its JSON")
     c.add_argument("tool")
     c.add_argument("--args", default="{}", help="arguments as a JSON object")
 
-    cc = sub.add_parser("claude-config", help="print a .mcp.json entry and a permissions block")
-    cc.add_argument("--name", default=None, help="server name in Claude Code (default: gateway)")
-    cc.add_argument("--json", action="store_true", help="one JSON object with both parts")
+    cc = sub.add_parser(
+        "claude-config",
+        help="print the .mcp.json entry, the permissions block and the 'claude mcp add' line",
+    )
+    cc.add_argument(
+        "--name", default=None, help="server name in Claude Code (default: server_name, gateway)"
+    )
+    only = cc.add_mutually_exclusive_group()
+    only.add_argument(
+        "--mcp-json", action="store_true", help="only the .mcp.json document, to paste as is"
+    )
+    only.add_argument(
+        "--settings",
+        action="store_true",
+        help="only the permissions block for .claude/settings.json",
+    )
+    only.add_argument("--add", action="store_true", help="only the 'claude mcp add' line")
+    only.add_argument(
+        "--json", action="store_true", help="all parts, notes and warnings as one JSON object"
+    )
     return p
 
 
@@ -109,6 +131,24 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
                 for r in records
             ]
             emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
+        return 0
+
+    if args.command == "tools" and args.sizes:
+        from .claude import tool_sizes
+
+        sizes = tool_sizes(gateway)
+        if args.json:
+            emit(_json(sizes))
+        else:
+            total = sizes["total"]
+            rows = [
+                [r["name"], r["plugin"], str(r["bytes"]), str(r["tokens"])] for r in sizes["tools"]
+            ]
+            rows.append(
+                [f"total ({total['tools']} tools)", "", str(total["bytes"]), str(total["tokens"])]
+            )
+            emit(_table(rows, ["TOOL", "PLUGIN", "BYTES", "~TOKENS"]))
+            emit(f"({sizes['method']})")
         return 0
 
     if args.command == "tools":
@@ -188,29 +228,24 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
         return 1 if result.is_error else 0
 
     if args.command == "claude-config":
-        emit(
-            _json(claude_config(gateway, args.name or config.server_name, config_path=args.config))
-        )
+        from .claude import claude_config
+
+        cc = claude_config(gateway, args.name or config.server_name, config_path=args.config)
+        if args.json:
+            emit(_json(cc.as_dict()))
+            return 0
+        for warning in cc.warnings:
+            sys.stderr.write(f"mcp-gateway: warning: {warning}\n")
+        if args.mcp_json:
+            emit(_json(cc.mcp_json()))
+        elif args.settings:
+            emit(_json(cc.settings_json()))
+        elif args.add:
+            emit(cc.add_command())
+        else:
+            emit(cc.text())
         return 0
     return 2  # pragma: no cover - argparse enforces the choices
-
-
-def claude_config(gateway: Any, name: str, *, config_path: str | None = None) -> dict[str, Any]:
-    """The ``.mcp.json`` server entry and a permissions block (read → allow, mutation → ask)."""
-    safe = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
-    command = shutil.which("mcp-gateway") or "mcp-gateway"
-    server_args = ["serve"]
-    if config_path:
-        server_args = ["--config", config_path, *server_args]
-    allow: list[str] = []
-    ask: list[str] = []
-    for tool in gateway.visible_tools():
-        rule = f"mcp__{safe}__{tool.name}"
-        (allow if tool.tier.value == "read" else ask).append(rule)
-    return {
-        "mcpServers": {safe: {"type": "stdio", "command": command, "args": server_args, "env": {}}},
-        "permissions": {"allow": sorted(allow), "ask": sorted(ask)},
-    }
 
 
 def _serve(args: argparse.Namespace, config: Any) -> int:

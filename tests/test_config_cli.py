@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
+import anyio
 import pytest
 from conftest import gateway_env
 from fixture_plugins import SVC
 
-from gateway.cli import main
 from gateway.config import ConfigError, load_config
 from gateway.plugins import PluginState
 from gateway.testing import make_gateway
@@ -134,18 +136,116 @@ def test_cli_health_exit_code_follows_required_checks(plugin_site, tmp_path):
     assert down.returncode == 1 and report["checks"][0]["status"] == "failed"
 
 
-def test_claude_config_allows_read_tools_and_asks_for_mutations(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MCP_GATEWAY_PLUGINS", "notes")
-    assert main(["claude-config", "--name", "jobs gw"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert list(out["mcpServers"]) == ["jobs_gw"]
-    assert out["mcpServers"]["jobs_gw"]["args"][-1] == "serve"
-    assert "mcp__jobs_gw__notes_search" in out["permissions"]["allow"]
-    assert set(out["permissions"]["ask"]) == {
-        "mcp__jobs_gw__notes_add",
-        "mcp__jobs_gw__notes_delete",
+def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path):
+    r = _run(tmp_path, "claude-config", "--json", "--name", "jobs gw", MCP_GATEWAY_PLUGINS="notes")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    entry = out["mcp_json"]["mcpServers"]["jobs_gw"]
+    script = Path(sys.executable).absolute().parent / "mcp-gateway"
+    assert entry["command"] == str(script) and script.is_file()
+    assert entry["args"] == ["serve"]
+    assert entry["env"] == {"MCP_GATEWAY_PLUGINS": "notes"}  # the deployment Claude Code starts
+    permissions = out["settings_json"]["permissions"]
+    assert permissions["allow"] == ["mcp__jobs_gw__gateway_status", "mcp__jobs_gw__notes_search"]
+    assert permissions["ask"] == ["mcp__jobs_gw__notes_add", "mcp__jobs_gw__notes_delete"]
+    assert shlex.split(out["claude_mcp_add"]) == [
+        "claude",
+        "mcp",
+        "add",
+        "--scope",
+        "project",
+        "-e",
+        "MCP_GATEWAY_PLUGINS=notes",
+        "jobs_gw",
+        "--",
+        str(script),
+        "serve",
+    ]
+    confirm = out["confirm_each_call"]
+    assert confirm["setting"] == "destructive" and confirm["tools"] == ["notes_delete"]
+    assert "even in auto-accept or bypass-permissions mode" in confirm["meaning"]
+    assert out["warnings"] == []
+
+
+def test_claude_config_prints_each_part_alone_ready_to_paste(tmp_path):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "gw.toml").write_text('[gateway]\nconfirm_each_call = "mutations"\n')
+    args = ("--config", "conf/gw.toml", "claude-config")
+    env = {"MCP_GATEWAY_PLUGINS": "notes", "MCP_GATEWAY_TOKEN": "tok-never-copied-123"}
+    mcp = json.loads(_run(tmp_path, *args, "--mcp-json", **env).stdout)
+    assert mcp["mcpServers"]["gateway"]["args"] == [
+        "--config",
+        str(tmp_path / "conf/gw.toml"),
+        "serve",
+    ]
+    assert "tok-never-copied-123" not in json.dumps(mcp)
+    settings = json.loads(_run(tmp_path, *args, "--settings", **env).stdout)
+    assert set(settings) == {"permissions"} and settings["permissions"]["ask"]
+    add = _run(tmp_path, *args, "--add", **env).stdout.splitlines()
+    assert len(add) == 1 and add[0].startswith("claude mcp add --scope project ")
+    text = _run(tmp_path, *args, **env).stdout
+    assert '# confirm_each_call = "mutations"' in text and "notes_add, notes_delete" in text
+    assert '#   "none":' in text and '#   "destructive":' in text
+
+
+def test_claude_config_warns_when_the_server_name_makes_tool_names_too_long(tmp_path):
+    name = "s" * 110  # mcp__ + 110 + __ + any tool name is over 128
+    r = _run(tmp_path, "claude-config", "--settings", "--name", name, MCP_GATEWAY_PLUGINS="notes")
+    assert r.returncode == 0
+    assert "Claude Code drops those tools" in r.stderr and "at most 107 characters" in r.stderr
+    warnings = json.loads(
+        _run(
+            tmp_path, "claude-config", "--json", "--name", name, MCP_GATEWAY_PLUGINS="notes"
+        ).stdout
+    )["warnings"]
+    assert len(warnings) == 1 and "gateway_status" in warnings[0]
+
+
+@pytest.mark.e2e
+@pytest.mark.anyio
+async def test_the_printed_entry_starts_the_gateway_from_another_directory(tmp_path):
+    from mcp import Client, StdioServerParameters
+
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "gw.toml").write_text('[gateway]\nplugins = ["queue"]\n')
+    (tmp_path / "project").mkdir()
+    out = _run(tmp_path / "deploy", "--config", "gw.toml", "claude-config", "--mcp-json")
+    entry = json.loads(out.stdout)["mcpServers"]["gateway"]
+    # As Claude Code does: the entry's command, args and env, started in the project directory.
+    env = {k: v for k, v in gateway_env().items() if k != "PYTHONPATH"} | entry["env"]
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=env, cwd=str(tmp_path / "project")
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+    assert names == {"gateway_status", "bulk_read_new_jobs", "bulk_update_job_status"}
+
+
+def test_tools_sizes_counts_what_the_model_sees(tmp_path):
+    r = _run(tmp_path, "tools", "--sizes", "--json", MCP_GATEWAY_PLUGINS="notes")
+    sizes = json.loads(r.stdout)
+    by_name = {row["name"]: row for row in sizes["tools"]}
+    gw = make_gateway(plugins=["notes"], cwd=tmp_path)
+    for tool in gw.visible_tools():
+        seen = {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": tool.input_schema,
+        }
+        expected = len(json.dumps(seen, separators=(",", ":"), ensure_ascii=False).encode())
+        assert by_name[tool.name]["bytes"] == expected
+        assert by_name[tool.name]["tokens"] == -(-expected // 4)
+    assert [row["bytes"] for row in sizes["tools"]] == sorted(
+        (row["bytes"] for row in sizes["tools"]), reverse=True
+    )
+    assert sizes["total"] == {
+        "tools": 4,
+        "bytes": sum(row["bytes"] for row in sizes["tools"]),
+        "tokens": -(-sum(row["bytes"] for row in sizes["tools"]) // 4),
     }
+    text = _run(tmp_path, "tools", "--sizes", MCP_GATEWAY_PLUGINS="notes").stdout
+    assert "total (4 tools)" in text and str(sizes["total"]["bytes"]) in text
 
 
 def test_a_missing_config_file_is_reported_without_its_path(tmp_path):

@@ -1,0 +1,209 @@
+"""What a deployment looks like from Claude Code: its configuration, and its context cost.
+
+``claude_config`` builds what to paste: the ``.mcp.json`` document, the ``permissions`` block
+for ``.claude/settings.json`` (read tools allowed, mutation tools asked for) and the equivalent
+``claude mcp add`` line, with an absolute command so they work from any directory.
+``tool_sizes`` measures what every tool costs the model on every turn.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .config import ENV_PREFIX
+from .registry import MAX_FULL_NAME, client_server_name, full_tool_name
+from .spec import Tier
+
+if TYPE_CHECKING:
+    from .app import Gateway
+
+#: Core variables that configure the deployment but are not secrets: copied into the entry so
+#: the server Claude Code starts is the one described here. The token and the config path are
+#: not (the path becomes ``--config``; stdio needs no token).
+_NOT_COPIED = {f"{ENV_PREFIX}TOKEN", f"{ENV_PREFIX}CONFIG"}
+
+CONFIRM_MEANING = {
+    "destructive": "Claude Code asks before every call of a destructive mutation tool, even in "
+    "auto-accept or bypass-permissions mode",
+    "mutations": "Claude Code asks before every call of any mutation tool, even in auto-accept "
+    "or bypass-permissions mode",
+    "none": "no tool forces a prompt on every call; the permissions block's 'ask' rules decide "
+    "(bypass-permissions mode skips them)",
+}
+
+
+def console_command() -> list[str]:
+    """The installed ``mcp-gateway`` next to the running interpreter, as an absolute path (a
+    venv's ``bin/``); else the one on PATH; else this interpreter with ``-m gateway.cli``."""
+    interpreter = Path(sys.executable).absolute()
+    script = interpreter.parent / ("mcp-gateway.exe" if os.name == "nt" else "mcp-gateway")
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("mcp-gateway")
+    if found:
+        return [str(Path(found).absolute())]
+    return [str(interpreter), "-m", "gateway.cli"]
+
+
+@dataclass
+class ClaudeConfig:
+    name: str
+    command: list[str]
+    args: list[str]
+    env: dict[str, str]
+    allow: list[str]
+    ask: list[str]
+    confirm_each_call: str
+    confirmed: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    def mcp_json(self) -> dict[str, Any]:
+        """The whole ``.mcp.json`` document with this one server."""
+        entry = {
+            "type": "stdio",
+            "command": self.command[0],
+            "args": [*self.command[1:], *self.args],
+            "env": self.env,
+        }
+        return {"mcpServers": {self.name: entry}}
+
+    def settings_json(self) -> dict[str, Any]:
+        """The ``permissions`` block of ``.claude/settings.json``."""
+        return {"permissions": {"allow": self.allow, "ask": self.ask}}
+
+    def add_command(self) -> str:
+        """The equivalent ``claude mcp add`` line (project scope writes ``.mcp.json``)."""
+        argv = ["claude", "mcp", "add", "--scope", "project"]
+        for key, value in self.env.items():
+            argv += ["-e", f"{key}={value}"]
+        return shlex.join([*argv, self.name, "--", *self.command, *self.args])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mcp_json": self.mcp_json(),
+            "settings_json": self.settings_json(),
+            "claude_mcp_add": self.add_command(),
+            "confirm_each_call": {
+                "setting": self.confirm_each_call,
+                "meaning": CONFIRM_MEANING[self.confirm_each_call],
+                "tools": self.confirmed,
+            },
+            "warnings": self.warnings,
+        }
+
+    def text(self) -> str:
+        """Everything, each part ready to paste, for people."""
+        confirmed = ", ".join(self.confirmed) or "none of the listed tools"
+        return "\n".join(
+            [
+                "# .mcp.json (project root; merge into mcpServers if the file exists)",
+                json.dumps(self.mcp_json(), indent=2, ensure_ascii=False),
+                "",
+                "# .claude/settings.json: read tools allowed, mutation tools asked for",
+                json.dumps(self.settings_json(), indent=2, ensure_ascii=False),
+                "",
+                "# or, instead of editing .mcp.json:",
+                self.add_command(),
+                "",
+                f'# confirm_each_call = "{self.confirm_each_call}": '
+                f"{CONFIRM_MEANING[self.confirm_each_call]} ({confirmed}).",
+                "# Other values ([gateway] confirm_each_call, MCP_GATEWAY_CONFIRM_EACH_CALL):",
+                *[
+                    f'#   "{k}": {v}.'
+                    for k, v in CONFIRM_MEANING.items()
+                    if k != self.confirm_each_call
+                ],
+                *[f"# WARNING: {w}" for w in self.warnings],
+            ]
+        )
+
+
+def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None) -> ClaudeConfig:
+    safe = client_server_name(name)
+    args = ["serve"]
+    path = config_path or gateway.config.env.get(f"{ENV_PREFIX}CONFIG")
+    if path:
+        # Claude Code starts the server in the project directory: a relative path would break.
+        args = ["--config", str(Path(path).resolve()), *args]
+    env = {
+        k: v
+        for k, v in sorted(gateway.config.env.items())
+        if k.startswith(ENV_PREFIX) and k not in _NOT_COPIED
+    }
+    tools = gateway.visible_tools()
+    allow = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.READ)
+    ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
+    confirmed = sorted(t.name for t in tools if gateway.policy.confirms_each_call(t))
+    warnings = []
+    too_long = sorted(t.name for t in tools if len(full_tool_name(safe, t.name)) > MAX_FULL_NAME)
+    if too_long:
+        longest = max(len(t.name) for t in tools)
+        room = MAX_FULL_NAME - len("mcp____") - longest
+        warnings.append(
+            f"server name {safe!r} makes {len(too_long)} tool name(s) longer than "
+            f"{MAX_FULL_NAME} characters as mcp__{safe}__<tool>, and Claude Code drops those "
+            f"tools ({', '.join(too_long)}): use --name with at most {room} characters"
+        )
+    return ClaudeConfig(
+        name=safe,
+        command=console_command(),
+        args=args,
+        env=env,
+        allow=allow,
+        ask=ask,
+        confirm_each_call=gateway.policy.confirm_each_call,
+        confirmed=confirmed,
+        warnings=warnings,
+    )
+
+
+#: A rough rule for English text and JSON: about four bytes per token.
+BYTES_PER_TOKEN = 4
+
+
+def tool_sizes(gateway: Gateway) -> dict[str, Any]:
+    """Per visible tool, the bytes the model sees on every turn: the compact UTF-8 JSON of
+    ``{"name", "description", "inputSchema"}`` (Claude Code sends the model nothing else of a
+    tool), and a token estimate; largest first, with the total."""
+    rows: list[dict[str, Any]] = []
+    for tool in gateway.visible_tools():
+        seen = {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": tool.input_schema,
+        }
+        size = len(json.dumps(seen, separators=(",", ":"), ensure_ascii=False).encode())
+        rows.append(
+            {
+                "name": tool.name,
+                "plugin": tool.plugin.name,
+                "bytes": size,
+                "tokens": math.ceil(size / BYTES_PER_TOKEN),
+                "description_bytes": len(tool.description.encode()),
+                "input_schema_bytes": len(
+                    json.dumps(
+                        tool.input_schema, separators=(",", ":"), ensure_ascii=False
+                    ).encode()
+                ),
+            }
+        )
+    rows.sort(key=lambda r: (-r["bytes"], r["name"]))
+    total = sum(r["bytes"] for r in rows)
+    return {
+        "tools": rows,
+        "total": {
+            "tools": len(rows),
+            "bytes": total,
+            "tokens": math.ceil(total / BYTES_PER_TOKEN),
+        },
+        "method": "compact UTF-8 JSON of name, description and inputSchema per tool; "
+        f"tokens ≈ bytes / {BYTES_PER_TOKEN}",
+    }
