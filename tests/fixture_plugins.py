@@ -486,3 +486,59 @@ def register_tools(register):
                       tier=Tier.READ))
 """,
 }
+
+
+#: For the conformance kit's event-loop check: one tool awaits (fine), one blocks when called
+#: with an id (only exercised when the test passes arguments), one blocks with no arguments.
+POLITE = """
+from __future__ import annotations
+import time
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+from gateway import Tier, ToolSpec, hookimpl
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seconds: float = Field(1.2, ge=0, le=5)
+
+class IdArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: int
+
+async def wait(args, ctx):
+    await anyio.sleep(args.seconds)
+    return {"waited": args.seconds}
+
+async def by_id(args, ctx):
+    time.sleep(1.2)  # blocks the event loop
+    return {"id": args.id}
+
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="polite_wait", description="Wait.", input_model=NoArgs,
+                      handler=wait, tier=Tier.READ))
+    register(ToolSpec(name="polite_by_id", description="Look up.", input_model=IdArgs,
+                      handler=by_id, tier=Tier.READ))
+"""
+
+BLOCKING = """
+from __future__ import annotations
+import time
+from pydantic import BaseModel, ConfigDict
+from gateway import Tier, ToolSpec, hookimpl
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+def slow_query():
+    time.sleep(1.5)
+    return 42
+
+async def read(args, ctx):
+    return {"value": slow_query()}
+
+@hookimpl
+def register_tools(register):
+    register(ToolSpec(name="blocking_read", description="Read.", input_model=NoArgs,
+                      handler=read, tier=Tier.READ))
+"""

@@ -26,13 +26,15 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import ValidationError
 
 from ..app import Gateway, build_gateway
 from ..config import load_config
 from ..errors import ErrorCode, GatewayError
-from ..plugins import PluginState
+from ..plugins import PluginRecord, PluginState
 from ..registry import MAX_DESCRIPTION_CHARS, MAX_FULL_NAME, RegisteredTool, full_tool_name
 from ..spec import Tier
+from .loopwatch import LoopWatch
 
 SENTINEL_SECRET = "s3cr3t-SENTINEL-token-4f9a"
 SENTINEL_PATH = "/srv/private/conformance/secret-file.db"
@@ -121,7 +123,14 @@ def _check_schema(schema: dict[str, Any], where: str) -> None:
     validator_for(schema).check_schema(schema)
 
 
-async def _conformance(gateway: Gateway, name: str, health_slack: float, server_name: str) -> None:
+async def _conformance(
+    gateway: Gateway,
+    name: str,
+    health_slack: float,
+    server_name: str,
+    calls: dict[str, list[dict[str, Any]]] | None,
+    max_loop_block: float,
+) -> None:
     record = gateway.plugin(name)
     assert record is not None, f"plugin {name!r} is not installed (no entry point of that name)"
     assert record.state is PluginState.LOADED, f"plugin {name!r} did not load: {record.reason}"
@@ -178,6 +187,9 @@ async def _conformance(gateway: Gateway, name: str, health_slack: float, server_
                 for r in results
             )
 
+        # Handlers, run for real, never block the event loop for long.
+        await _exercise(gateway, record, tools, calls or {}, max_loop_block)
+
         # Exceptions carrying a secret and an absolute path come back sanitized.
         gateway.sanitizer.add_secrets([SENTINEL_SECRET])
         for tool in tools:
@@ -201,6 +213,56 @@ async def _conformance(gateway: Gateway, name: str, health_slack: float, server_
                 assert "Traceback" not in text
 
 
+def _plugin_folder(record: PluginRecord) -> Path | None:
+    import inspect
+
+    target = record.module if inspect.ismodule(record.module) else type(record.module)
+    try:
+        return Path(inspect.getfile(target)).resolve().parent
+    except (TypeError, OSError):
+        return None
+
+
+def _default_calls(tool: RegisteredTool) -> list[dict[str, Any]]:
+    """A read tool whose arguments all have defaults is called with none; any other tool only
+    with the arguments the test gives (a mutation changes things: the author decides)."""
+    if tool.tier is not Tier.READ:
+        return []
+    try:
+        tool.spec.input_model.model_validate({})
+    except ValidationError:
+        return []
+    return [{}]
+
+
+async def _exercise(
+    gateway: Gateway,
+    record: PluginRecord,
+    tools: list[RegisteredTool],
+    calls: dict[str, list[dict[str, Any]]],
+    max_loop_block: float,
+) -> None:
+    by_name = {t.name: t for t in tools}
+    unknown = set(calls) - set(by_name)
+    assert not unknown, f"calls= names tools the plugin does not have: {sorted(unknown)}"
+    folder = _plugin_folder(record)
+    for tool in tools:
+        for arguments in calls.get(tool.name) or _default_calls(tool):
+            where = f"tool {tool.name!r} called with {json.dumps(arguments)[:200]}"
+            async with LoopWatch(max_loop_block, prefer=folder) as watch:
+                result = await gateway.pipeline.call(tool.name, arguments)
+            assert watch.longest <= max_loop_block, (
+                f"{where}: its handler blocked the event loop for {watch.longest:.1f} s (more "
+                f"than {max_loop_block:g} s) at {watch.where or 'an unknown line'}; every other "
+                "call waits meanwhile and no timeout can stop it. Await an async library, or "
+                "run blocking work with `await ctx.run_sync(fn, ...)`"
+            )
+            assert result.code != ErrorCode.INTERNAL_ERROR, (
+                f"{where}: failed unexpectedly (INTERNAL_ERROR); valid arguments must give a "
+                "result or a deliberate GatewayError"
+            )
+
+
 async def _call_with_failing_handler(gateway: Gateway, tool: RegisteredTool, exc: Exception) -> Any:
     async def failing(args: Any, ctx: Any) -> Any:
         raise exc
@@ -218,19 +280,24 @@ def assert_plugin_conforms(
     cwd: Path | None = None,
     health_slack: float = 2.0,
     server_name: str = "gateway",
+    calls: dict[str, list[dict[str, Any]]] | None = None,
+    max_loop_block: float = 1.0,
 ) -> None:
     """Load installed plugin ``name`` and check what every plugin must satisfy:
 
     it loads; every tool has a tier, valid JSON schemas that round-trip and equal what
     ``tools/list`` publishes, the right ``readOnlyHint`` and, for mutations, the ``MUTATION:``
     paragraph; descriptions fit Claude Code's 2,048 characters and every full tool name
-    ``mcp__<server_name>__<tool>`` its 128; unknown arguments give ``VALIDATION_ERROR``; every health check finishes within
+    ``mcp__<server_name>__<tool>`` its 128; unknown arguments give ``VALIDATION_ERROR``;
+    every handler exercised (each read tool whose arguments all have defaults, with none, and
+    every call in ``calls={"tool": [arguments, ...]}``, mutations included) neither blocks the
+    event loop for more than ``max_loop_block`` seconds nor fails with ``INTERNAL_ERROR``; every health check finishes within
     its timeout; and an exception containing a secret and an absolute path comes back sanitized.
     """
     workdir = (cwd or Path.cwd()).resolve()
     with _chdir(workdir):
         gateway = make_gateway(plugins=[name], plugin_config=plugin_config, env=env, cwd=workdir)
-        anyio.run(_conformance, gateway, name, health_slack, server_name)
+        anyio.run(_conformance, gateway, name, health_slack, server_name, calls, max_loop_block)
 
 
 from .degrade import assert_backend_tools_degrade, example_arguments  # noqa: E402
