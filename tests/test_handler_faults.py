@@ -105,7 +105,7 @@ def _start(tmp_path) -> subprocess.Popen[bytes]:
     assert proc.stdout is not None and json.loads(proc.stdout.readline())["id"] == 1
     proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')  # type: ignore[union-attr]
     _rpc(proc, 2, "tools/call", {"name": "faults_sleep", "arguments": {}})
-    time.sleep(1.0)  # the handler is sleeping now
+    time.sleep(0.5)  # the handler is sleeping now
     return proc
 
 

@@ -16,12 +16,12 @@ from gateway.plugins import PluginState
 from gateway.testing import make_gateway
 
 EXPECTED = {
-    "slow_import": "import did not finish within 1 s",
-    "slow_settings": "hook plugin_settings did not finish within 1 s",
-    "slow_tools": "hook register_tools did not finish within 1 s",
-    "slow_open_sync": "open_resources did not finish within 1 s",
-    "slow_open_blocking": "open_resources did not finish within 1 s",
-    "slow_open_await": "open_resources did not finish within 1 s",
+    "slow_import": "import did not finish within 0.5 s",
+    "slow_settings": "hook plugin_settings did not finish within 0.5 s",
+    "slow_tools": "hook register_tools did not finish within 0.5 s",
+    "slow_open_sync": "open_resources did not finish within 0.5 s",
+    "slow_open_blocking": "open_resources did not finish within 0.5 s",
+    "slow_open_await": "open_resources did not finish within 0.5 s",
 }
 
 
@@ -36,7 +36,7 @@ def slow(plugin_site):
 async def test_overrunning_hooks_are_skipped_and_the_rest_serves(slow, tmp_path):
     started = time.monotonic()
     gw = make_gateway(
-        plugins=["good", "keeps", *SLOW], cwd=tmp_path, load_timeout=1, resource_timeout=1
+        plugins=["good", "keeps", *SLOW], cwd=tmp_path, load_timeout=0.5, resource_timeout=0.5
     )
     async with gw:
         elapsed = time.monotonic() - started
@@ -49,7 +49,7 @@ async def test_overrunning_hooks_are_skipped_and_the_rest_serves(slow, tmp_path)
         kept = await gw.call("keeps_use")
         assert kept.payload == {"sqlite": 42, "client_open": True}, kept.payload
         assert (await gw.call("slow_open_blocking_echo", {"text": "x"})).code == "NOT_FOUND"
-    assert elapsed < 6 * 1 + 5  # six overruns of ~1 s each, not six minutes
+    assert elapsed < 6 * 0.5 + 5  # six overruns of ~0.5 s each, not six minutes
 
 
 @pytest.mark.e2e
@@ -57,8 +57,8 @@ def test_stdio_start_up_goes_on_past_blocking_plugins(slow, tmp_path):
     env = gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"],
         MCP_GATEWAY_PLUGINS=",".join(["good", *SLOW]),
-        MCP_GATEWAY_LOAD_TIMEOUT="1",
-        MCP_GATEWAY_RESOURCE_TIMEOUT="1",
+        MCP_GATEWAY_LOAD_TIMEOUT="0.5",
+        MCP_GATEWAY_RESOURCE_TIMEOUT="0.5",
     )
     init = {
         "protocolVersion": "2025-06-18",
