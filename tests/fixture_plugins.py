@@ -489,7 +489,8 @@ def register_tools(register):
 
 
 #: For the conformance kit's event-loop check: one tool awaits (fine), one blocks when called
-#: with an id (only exercised when the test passes arguments), one blocks with no arguments.
+#: with a code the kit cannot guess (exercised only when the test passes arguments), and one
+#: blocks when called with the job id the kit guesses.
 POLITE = """
 from __future__ import annotations
 import time
@@ -501,34 +502,36 @@ class NoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     seconds: float = Field(1.2, ge=0, le=5)
 
-class IdArgs(BaseModel):
+class CodeArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    id: int
+    code: str = Field(pattern=r"^N-[0-9]{3}$")  # no guess of the kit fits: only given calls
 
 async def wait(args, ctx):
     await anyio.sleep(args.seconds)
     return {"waited": args.seconds}
 
-async def by_id(args, ctx):
+async def by_code(args, ctx):
     time.sleep(1.2)  # blocks the event loop
-    return {"id": args.id}
+    return {"code": args.code}
 
 @hookimpl
 def register_tools(register):
     register(ToolSpec(name="polite_wait", description="Wait.", input_model=NoArgs,
                       handler=wait, tier=Tier.READ))
-    register(ToolSpec(name="polite_by_id", description="Look up.", input_model=IdArgs,
-                      handler=by_id, tier=Tier.READ))
+    register(ToolSpec(name="polite_by_code", description="Look up.", input_model=CodeArgs,
+                      handler=by_code, tier=Tier.READ))
 """
 
 BLOCKING = """
 from __future__ import annotations
 import time
+from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 from gateway import Tier, ToolSpec, hookimpl
 
-class NoArgs(BaseModel):
+class JobArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    job_id: UUID  # the kit guesses a UUID
 
 def slow_query():
     time.sleep(1.5)
@@ -539,6 +542,6 @@ async def read(args, ctx):
 
 @hookimpl
 def register_tools(register):
-    register(ToolSpec(name="blocking_read", description="Read.", input_model=NoArgs,
+    register(ToolSpec(name="blocking_read", description="Read.", input_model=JobArgs,
                       handler=read, tier=Tier.READ))
 """

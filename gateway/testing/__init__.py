@@ -26,7 +26,6 @@ from typing import Any
 
 import anyio
 import pytest
-from pydantic import ValidationError
 
 from ..app import Gateway, build_gateway
 from ..config import load_config
@@ -224,15 +223,18 @@ def _plugin_folder(record: PluginRecord) -> Path | None:
 
 
 def _default_calls(tool: RegisteredTool) -> list[dict[str, Any]]:
-    """A read tool whose arguments all have defaults is called with none; any other tool only
-    with the arguments the test gives (a mutation changes things: the author decides)."""
+    """A read tool is called once, with its required arguments guessed from its schema
+    (defaults, enum values, a UUID for ids: :func:`example_arguments`), when a guess fits; any
+    other tool only with the arguments the test gives (a mutation changes things: the author
+    decides)."""
     if tool.tier is not Tier.READ:
         return []
+    from .degrade import example_arguments
+
     try:
-        tool.spec.input_model.model_validate({})
-    except ValidationError:
+        return [example_arguments(tool)]
+    except AssertionError:  # nothing fits a field: the test lists the call in calls=
         return []
-    return [{}]
 
 
 async def _exercise(
@@ -289,8 +291,9 @@ def assert_plugin_conforms(
     ``tools/list`` publishes, the right ``readOnlyHint`` and, for mutations, the ``MUTATION:``
     paragraph; descriptions fit Claude Code's 2,048 characters and every full tool name
     ``mcp__<server_name>__<tool>`` its 128; unknown arguments give ``VALIDATION_ERROR``;
-    every handler exercised (each read tool whose arguments all have defaults, with none, and
-    every call in ``calls={"tool": [arguments, ...]}``, mutations included) neither blocks the
+    every handler exercised (each read tool with arguments guessed from its schema where a guess
+    fits, and every call in ``calls={"tool": [arguments, ...]}``, mutations included) neither
+    blocks the
     event loop for more than ``max_loop_block`` seconds nor fails with ``INTERNAL_ERROR``; every health check finishes within
     its timeout; and an exception containing a secret and an absolute path comes back sanitized.
     """
