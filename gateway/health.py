@@ -257,6 +257,10 @@ class HealthMonitor:
                 if str(exc)
                 else type(exc).__name__
             )
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # Checks run in tasks of their own, and asyncio re-raises these from the event loop:
+            # one check would end the process. It has failed, nothing more.
+            status, detail = "failed", type(exc).__name__
         duration = (time.perf_counter() - started) * 1000
         if check.backend and status != "uninitialized":
             b = self.breaker(check.backend)

@@ -127,3 +127,45 @@ def test_the_stdio_server_still_shuts_down_during_a_call(faults, tmp_path, how):
             proc.kill()
             proc.wait()
     assert proc.returncode is not None
+
+
+@pytest.mark.e2e
+def test_a_health_check_raising_system_exit_is_a_failed_check_not_the_end(plugin_site, tmp_path):
+    check_exits = """
+from gateway import HealthCheck, hookimpl
+
+async def boom():
+    raise SystemExit(3)
+
+@hookimpl
+def register_health_checks(register):
+    register(HealthCheck(name="boom", check=boom))
+"""
+    plugin_site("gwfx-hcexit", {"hcexit": "gwfx_hcexit"}, {"gwfx_hcexit": check_exits})
+    env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="hcexit")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "serve"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        _rpc(proc, 1, "initialize", init)
+        proc.stdout.readline()
+        _rpc(proc, 2, "tools/call", {"name": "gateway_status", "arguments": {}})
+        status = json.loads(proc.stdout.readline())["result"]["structuredContent"]
+        [check] = next(p for p in status["plugins"] if p["name"] == "hcexit")["health"]
+        assert check["status"] == "failed" and check["detail"] == "SystemExit"
+        _rpc(proc, 3, "tools/list", {})
+        assert json.loads(proc.stdout.readline())["id"] == 3  # still serving
+    finally:
+        proc.kill()
+        proc.wait()
