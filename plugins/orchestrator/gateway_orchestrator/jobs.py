@@ -20,14 +20,9 @@ from gateway.rest import Failure, Route, UtcTimestamp, gather, rest_tool, valida
 
 from .backend import COCKPIT, AgentId, DatasourceId, JobId
 from .lookup import NO_JOB, no_job, read_job
-from .models import JOB_STATUSES, Job, JobStatus, JobSummary, TodoList
+from .models import JOB_STATUSES, Job, JobArgs, JobStatus, JobSummary, TodoList
 
 FORBID = ConfigDict(extra="forbid")
-
-
-class JobArgs(BaseModel):
-    model_config = FORBID
-    job_id: JobId
 
 
 # --- list_jobs ---------------------------------------------------------------------------------
@@ -131,10 +126,13 @@ def _assign_404(f: Failure) -> GatewayError:
     return no_job(str(f.values.get("job_id", "")))
 
 
-_UNREACHABLE = (
-    "the orchestrator could not reach the agent's pod ({reason}); job {job_id} was not "
-    "started. Retry later, or use another agent (list_agents(status='ready'))"
-)
+def _unreachable(done: str) -> tuple[ErrorCode, str]:
+    """The rule for the API's 502: it could not reach (or was refused by) the agent's pod."""
+    return (
+        ErrorCode.BACKEND_ERROR,
+        "the orchestrator could not reach the agent's pod ({reason}); job {job_id} was not "
+        f"{done}. Retry later, or use another agent (list_agents(status='ready'))",
+    )
 
 
 class Approved(BaseModel):
@@ -184,7 +182,7 @@ async def resume_job_with_feedback(args: ResumeArgs, ctx: ToolContext[Any]) -> R
             400: "{reason} Job {job_id} was not resumed; get_job shows its status, "
             "list_agents the agents' (the job's own agent is used, else a ready one)",
             404: NO_JOB,
-            502: (ErrorCode.BACKEND_ERROR, _UNREACHABLE.replace("started", "resumed")),
+            502: _unreachable("resumed"),
         },
         what=f"resuming job {args.job_id}",
         **body,
@@ -340,31 +338,29 @@ class DatasourceTest(BaseModel):
     message: str
 
 
+class _TestAnswer(BaseModel):
+    status: str
+    message: str = ""
+
+
 async def test_datasource(args: DatasourceArgs, ctx: ToolContext[Any]) -> DatasourceTest:
+    what = f"the test of datasource {args.datasource_id}"
     data = await ctx.rest(COCKPIT).request(
         "POST",
         "/api/datasources/{datasource_id}/test",
         path_params={"datasource_id": args.datasource_id},
         status={404: "no datasource {datasource_id}; list_datasources shows the ids"},
-        what=f"datasource {args.datasource_id}",
+        what=what,
     )
-    what = f"the test of datasource {args.datasource_id}"
-    if not isinstance(data, dict):
-        data = {"status": None}
-    result = validate_answer(
-        DatasourceTest,
-        {
-            "datasource_id": args.datasource_id,
-            "ok": data.get("status") == "ok",
-            "status": data.get("status"),
-            # A driver's error text may carry a connection string: cleaned, and bounded.
-            "message": ctx.sanitize(str(data.get("message", "")))[:1000],
-        },
-        COCKPIT.title,
-        what,
+    answer = validate_answer(_TestAnswer, data, COCKPIT.title, what)
+    assert isinstance(answer, _TestAnswer)
+    return DatasourceTest(
+        datasource_id=args.datasource_id,
+        ok=answer.status == "ok",
+        status=answer.status,
+        # A driver's error text may carry a connection string: cleaned, and bounded.
+        message=ctx.sanitize(answer.message)[:1000],
     )
-    assert isinstance(result, DatasourceTest)
-    return result
 
 
 # --- the specs ---------------------------------------------------------------------------------
@@ -507,7 +503,7 @@ def tools() -> list[ToolSpec]:
                     400: "{reason}: job {job_id} was not assigned (get_job, list_agents show "
                     "the states)",
                     404: _assign_404,
-                    502: (ErrorCode.BACKEND_ERROR, _UNREACHABLE),
+                    502: _unreachable("started"),
                 },
             ),
             name="assign_job",

@@ -21,17 +21,12 @@ from gateway.rest import Route, UtcTimestamp, gather, offset_page, rest_tool, va
 
 from .backend import COCKPIT, JobId
 from .lookup import NO_JOB, read_job
-from .models import TodoList
+from .models import JobArgs, TodoList
 
 FORBID = ConfigDict(extra="forbid")
 
 # Claude Code keeps up to 25k tokens of a result; these tools may return up to ~80k characters.
 LARGE_RESULT = 100_000
-
-
-class JobArgs(BaseModel):
-    model_config = FORBID
-    job_id: JobId
 
 
 # --- workspace paths ---------------------------------------------------------------------------
@@ -82,19 +77,17 @@ async def read_workspace_file(ctx: ToolContext[Any], job_id: str, path: str) -> 
             "get_workspace_overview and get_todos name its files",
         )
 
+    what = f"file {path!r} of job {job_id}"
     data = await ctx.rest(COCKPIT).request(
-        "GET",
-        workspace_url(job_id, path),
-        status={404: missing},
-        what=f"file {path!r} of job {job_id}",
+        "GET", workspace_url(job_id, path), status={404: missing}, what=what
     )
-    if not isinstance(data, dict) or not isinstance(data.get("content"), str):
-        raise GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"{COCKPIT.title} answered file {path!r} of job {job_id} without its content",
-            retryable=False,
-        )
-    return str(data["content"])
+    answer = validate_answer(_FileAnswer, data, COCKPIT.title, what)
+    assert isinstance(answer, _FileAnswer)
+    return answer.content
+
+
+class _FileAnswer(BaseModel):
+    content: str
 
 
 # --- get_workspace_file ------------------------------------------------------------------------
@@ -124,7 +117,7 @@ def truncated_line(left: int, how: str) -> str:
 
 async def get_workspace_file(args: FileArgs, ctx: ToolContext[Any]) -> WorkspaceFile:
     text = await read_workspace_file(ctx, args.job_id, args.path)
-    if args.offset > len(text) or (args.offset and args.offset == len(text)):
+    if args.offset > 0 and args.offset >= len(text):
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR,
             f"offset: {args.offset} is past the end of {args.path!r} ({len(text)} characters)",
