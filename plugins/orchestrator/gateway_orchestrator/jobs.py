@@ -11,6 +11,7 @@ reason, a missing job or agent ``NOT_FOUND``, an unreachable agent pod ``BACKEND
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -126,11 +127,21 @@ def _assign_404(f: Failure) -> GatewayError:
     return no_job(str(f.values.get("job_id", "")))
 
 
+def _refused(then: str) -> Callable[[Failure], GatewayError]:
+    """The rule for the API's 400: its reason (which names the state), then what to do."""
+
+    def rule(f: Failure) -> GatewayError:
+        tail = then.format(job_id=f.values.get("job_id", ""))
+        return GatewayError(ErrorCode.CONFLICT, f"{f.reason.rstrip('.') or f.what}: {tail}")
+
+    return rule
+
+
 def _unreachable(done: str) -> tuple[ErrorCode, str]:
-    """The rule for the API's 502: it could not reach (or was refused by) the agent's pod."""
+    """The rule for the API's 502: the agent's pod refused the connection or the request."""
     return (
         ErrorCode.BACKEND_ERROR,
-        "the orchestrator could not reach the agent's pod ({reason}); job {job_id} was not "
+        "the agent could not be reached, or refused ({reason}); job {job_id} was not "
         f"{done}. Retry later, or use another agent (list_agents(status='ready'))",
     )
 
@@ -179,8 +190,10 @@ async def resume_job_with_feedback(args: ResumeArgs, ctx: ToolContext[Any]) -> R
         "/api/jobs/{job_id}/resume",
         path_params={"job_id": args.job_id},
         status={
-            400: "{reason} Job {job_id} was not resumed; get_job shows its status, "
-            "list_agents the agents' (the job's own agent is used, else a ready one)",
+            400: _refused(
+                "job {job_id} was not resumed; get_job shows its status, list_agents the "
+                "agents' (the job's own agent is used, else a ready one)"
+            ),
             404: NO_JOB,
             502: _unreachable("resumed"),
         },
@@ -219,7 +232,7 @@ async def cancel_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
         "/api/jobs/{job_id}/cancel",
         path_params={"job_id": args.job_id},
         status={
-            400: "{reason}: job {job_id} changed state meanwhile; get_job shows it",
+            400: _refused("job {job_id} changed state meanwhile; get_job shows it"),
             404: NO_JOB,
         },
         what=f"cancelling job {args.job_id}",
@@ -403,7 +416,7 @@ def tools() -> list[ToolSpec]:
                 "/api/jobs/{job_id}/approve",
                 what="approving job {job_id}",
                 status={
-                    400: "{reason} (job {job_id}; get_job shows its status)",
+                    400: _refused("job {job_id} was not approved; get_job shows its status"),
                     404: _approve_404,
                 },
             ),
@@ -500,8 +513,9 @@ def tools() -> list[ToolSpec]:
                 "/api/jobs/{job_id}/assign/{agent_id}",
                 what="assigning job {job_id}",
                 status={
-                    400: "{reason}: job {job_id} was not assigned (get_job, list_agents show "
-                    "the states)",
+                    400: _refused(
+                        "job {job_id} was not assigned; get_job and list_agents show the states"
+                    ),
                     404: _assign_404,
                     502: _unreachable("started"),
                 },

@@ -194,7 +194,7 @@ CASES = [
         "resume_job_with_feedback",
         {"job_id": ids.JOB_REVIEW_NO_FROZEN},
         "BACKEND_ERROR",
-        says="could not reach the agent",
+        says="agent could not be reached",
     ),
     Case("POST_api_jobs_{job_id}_resume__no_body", "resume_job_with_feedback", {"job_id": ids.JOB_CANCELLED}),
     # cancel_job: the job is read first
@@ -319,7 +319,7 @@ CASES = [
         "assign_job",
         {"job_id": ids.JOB_POSTMORTEM, "agent_id": ids.AGENT_UNREACHABLE},
         "BACKEND_ERROR",
-        says="could not reach the agent",
+        says="agent could not be reached",
     ),
     # test_datasource
     Case("POST_api_datasources_{datasource_id}_test", "test_datasource", {"datasource_id": ids.DS_POSTGRES}),

@@ -201,7 +201,7 @@ async def test_an_unreachable_agent_is_a_backend_error_that_pauses_no_other_tool
         )
         job = ok(await gw.call("get_job", {"job_id": ids.JOB_CREATED}))
         status = await gw.status(check_health=False)
-    assert "could not reach the agent's pod" in message and "was not started" in message
+    assert "the agent could not be reached" in message and "was not started" in message
     assert "was not resumed" in resumed
     assert job["status"] == "created"  # nothing changed
     assert status["backends"]["cockpit"] == {"state": "closed", "consecutive_failures": 0}
