@@ -1,9 +1,546 @@
-"""Tools of the orchestrator plugin: jobs (being written)."""
+"""Part 1 tools: the job lifecycle (list, read, create, assign, resume, cancel, approve, delete)
+and the datasource probe.
+
+What the gateway adds over the API: ids checked before any request; ``list_jobs`` filters by
+the statuses the database really uses and says whether more jobs match; ``cancel_job`` and
+``delete_job`` read the job first (the API signals a job's agent even when it then refuses the
+cancel, and deleting says nothing about what was deleted); ``create_job`` says when
+``config_name`` names no expert config; every refusal of the API becomes ``CONFLICT`` with its
+reason, a missing job or agent ``NOT_FOUND``, an unreachable agent pod ``BACKEND_ERROR``.
+"""
 
 from __future__ import annotations
 
-from gateway import ToolSpec
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from gateway import ErrorCode, GatewayError, Mutation, Tier, ToolContext, ToolSpec
+from gateway.rest import Failure, Route, UtcTimestamp, gather, rest_tool, validate_answer
+
+from .backend import COCKPIT, AgentId, DatasourceId, JobId
+from .lookup import NO_JOB, no_job, read_job
+from .models import JOB_STATUSES, Job, JobArgs, JobStatus, JobSummary, TodoList
+
+FORBID = ConfigDict(extra="forbid")
+
+
+# --- list_jobs ---------------------------------------------------------------------------------
+
+
+class ListJobsArgs(BaseModel):
+    model_config = FORBID
+    status: JobStatus | None = Field(None, description="Only jobs in this status.")
+    limit: int = Field(20, ge=1, le=100, description="Most jobs to return.")
+
+
+class JobList(BaseModel):
+    jobs: list[JobSummary]
+    total: int | None = Field(description="jobs matching the filter; null if not counted")
+    has_more: bool = Field(description="more jobs match than shown: raise limit")
+
+
+class _JobRows(RootModel[list[JobSummary]]):
+    pass
+
+
+async def list_jobs(args: ListJobsArgs, ctx: ToolContext[Any]) -> JobList:
+    api = ctx.rest(COCKPIT)
+    data = await api.request(
+        "GET", "/api/jobs", params={"limit": args.limit, "status": args.status}, what="the jobs"
+    )
+    rows = validate_answer(_JobRows, data, COCKPIT.title, "the jobs")
+    assert isinstance(rows, _JobRows)
+    jobs = rows.root
+    if len(jobs) < args.limit:
+        return JobList(jobs=jobs, total=len(jobs), has_more=False)
+    # A full page: the API has no total (and no offset), its job statistics do.
+    total = await _count_jobs(ctx, args.status)
+    return JobList(jobs=jobs, total=total, has_more=total is None or total > len(jobs))
+
+
+async def _count_jobs(ctx: ToolContext[Any], status: str | None) -> int | None:
+    try:
+        stats = await ctx.rest(COCKPIT).request("GET", "/api/stats/jobs", what="the job counts")
+    except GatewayError:
+        return None  # the list itself is fine; only the count is unknown
+    if not isinstance(stats, dict):
+        return None
+    counts = {k: v for k, v in stats.items() if isinstance(v, int) and not isinstance(v, bool)}
+    key = "total_jobs" if status is None else status
+    if key in counts:
+        return counts[key]
+    if key == "pending_review" and "total_jobs" in counts:
+        # The statistics leave pending_review out, but their total counts those jobs.
+        others = sum(counts.get(s, 0) for s in JOB_STATUSES if s != "pending_review")
+        return counts["total_jobs"] - others
+    return None
+
+
+# --- get_job, get_todos ------------------------------------------------------------------------
+
+
+class Archive(BaseModel):
+    filename: str
+    phase_name: str | None = None
+    timestamp: UtcTimestamp | None = None
+    path: str
+
+
+class Todos(BaseModel):
+    job_id: str
+    has_workspace: bool
+    current: TodoList | None = None
+    archives: list[Archive] = Field(default_factory=list)
+
+
+async def get_todos(args: JobArgs, ctx: ToolContext[Any]) -> Todos:
+    data = await ctx.rest(COCKPIT).request(
+        "GET", "/api/jobs/{job_id}/todos", path_params={"job_id": args.job_id}, what="the todos"
+    )
+    todos = validate_answer(Todos, data, COCKPIT.title, f"the todos of job {args.job_id}")
+    assert isinstance(todos, Todos)
+    if not todos.has_workspace:
+        await read_job(ctx, args.job_id)  # the API answers an unknown job the same way
+    return todos
+
+
+# --- actions -----------------------------------------------------------------------------------
+
+
+def _approve_404(f: Failure) -> GatewayError:
+    job_id = f.values.get("job_id", "")
+    if "frozen" in f.reason:
+        return GatewayError(
+            ErrorCode.NOT_FOUND,
+            f"job {job_id} has no frozen result (output/job_frozen.json) to approve; "
+            "resume_job_with_feedback sends it back to an agent",
+        )
+    return no_job(job_id)
+
+
+def _assign_404(f: Failure) -> GatewayError:
+    if f.reason.startswith("Agent"):
+        agent = f.values.get("agent_id", "")
+        return GatewayError(ErrorCode.NOT_FOUND, f"no agent {agent}; list_agents shows the ids")
+    return no_job(str(f.values.get("job_id", "")))
+
+
+def _refused(then: str) -> Callable[[Failure], GatewayError]:
+    """The rule for the API's 400: its reason (which names the state), then what to do."""
+
+    def rule(f: Failure) -> GatewayError:
+        tail = then.format(job_id=f.values.get("job_id", ""))
+        return GatewayError(ErrorCode.CONFLICT, f"{f.reason.rstrip('.') or f.what}: {tail}")
+
+    return rule
+
+
+def _unreachable(done: str) -> tuple[ErrorCode, str]:
+    """The rule for the API's 502: the agent's pod refused the connection or the request."""
+    return (
+        ErrorCode.BACKEND_ERROR,
+        "the agent could not be reached, or refused ({reason}); job {job_id} was not "
+        f"{done}. Retry later, or use another agent (list_agents(status='ready'))",
+    )
+
+
+class Approved(BaseModel):
+    status: str
+    job_id: str
+    summary: str = ""
+    deliverables: list[Any] = Field(default_factory=list)
+    approved_at: UtcTimestamp | None = None
+
+
+class Assigned(BaseModel):
+    status: str
+    job_id: str
+    agent_id: str
+
+
+class AssignArgs(BaseModel):
+    model_config = FORBID
+    job_id: JobId
+    agent_id: AgentId
+
+
+class ResumeArgs(BaseModel):
+    model_config = FORBID
+    job_id: JobId
+    feedback: str | None = Field(
+        None, min_length=1, max_length=20_000, description="Guidance added to the agent's context."
+    )
+
+
+class Resumed(BaseModel):
+    status: str
+    job_id: str
+    agent_id: str = Field(description="the agent now working on the job")
+
+
+async def resume_job_with_feedback(args: ResumeArgs, ctx: ToolContext[Any]) -> Resumed:
+    # No feedback: no body at all, as the API's own client sends it.
+    body: dict[str, Any] = (
+        {} if args.feedback is None else {"json_body": {"feedback": args.feedback}}
+    )
+    data = await ctx.rest(COCKPIT).request(
+        "POST",
+        "/api/jobs/{job_id}/resume",
+        path_params={"job_id": args.job_id},
+        status={
+            400: _refused(
+                "job {job_id} was not resumed; get_job shows its status, list_agents the "
+                "agents' (the job's own agent is used, else a ready one)"
+            ),
+            404: NO_JOB,
+            502: _unreachable("resumed"),
+        },
+        what=f"resuming job {args.job_id}",
+        **body,
+    )
+    out = validate_answer(Resumed, data, COCKPIT.title, f"resuming job {args.job_id}")
+    assert isinstance(out, Resumed)
+    return out
+
+
+class Changed(BaseModel):
+    """What a cancel or delete did, and the job as it was just before."""
+
+    status: str
+    job_id: str
+    previous_status: str
+    assigned_agent_id: str | None = None
+    warning: str | None = None
+
+
+class _Answer(BaseModel):
+    status: str
+
+
+async def cancel_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
+    job = await read_job(ctx, args.job_id)
+    if job.status in ("completed", "cancelled"):
+        # Checked here: the API would signal the agent before refusing.
+        raise GatewayError(
+            ErrorCode.CONFLICT,
+            f"job {args.job_id} is already {job.status}; nothing to cancel (nothing was sent)",
+        )
+    data = await ctx.rest(COCKPIT).request(
+        "PUT",
+        "/api/jobs/{job_id}/cancel",
+        path_params={"job_id": args.job_id},
+        status={
+            400: _refused("job {job_id} changed state meanwhile; get_job shows it"),
+            404: NO_JOB,
+        },
+        what=f"cancelling job {args.job_id}",
+    )
+    done = validate_answer(_Answer, data, COCKPIT.title, f"cancelling job {args.job_id}")
+    assert isinstance(done, _Answer)
+    return Changed(
+        status=done.status,
+        job_id=args.job_id,
+        previous_status=job.status,
+        assigned_agent_id=job.assigned_agent_id,
+    )
+
+
+async def delete_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
+    job = await read_job(ctx, args.job_id)
+    data = await ctx.rest(COCKPIT).request(
+        "DELETE",
+        "/api/jobs/{job_id}",
+        path_params={"job_id": args.job_id},
+        status={404: NO_JOB},
+        what=f"deleting job {args.job_id}",
+    )
+    done = validate_answer(_Answer, data, COCKPIT.title, f"deleting job {args.job_id}")
+    assert isinstance(done, _Answer)
+    warning = None
+    if job.status == "processing":
+        warning = (
+            f"the job was processing: its agent ({job.assigned_agent_id or 'unknown'}) was not "
+            "told to stop and may be orphaned; list_agents shows it"
+        )
+    return Changed(
+        status=done.status,
+        job_id=args.job_id,
+        previous_status=job.status,
+        assigned_agent_id=job.assigned_agent_id,
+        warning=warning,
+    )
+
+
+# --- create_job --------------------------------------------------------------------------------
+
+
+class CreateJobArgs(BaseModel):
+    model_config = FORBID
+    description: str = Field(min_length=1, max_length=20_000, description="The task.")
+    config_name: str = Field(
+        "defaults", min_length=1, max_length=100, description="Expert config (list_experts)."
+    )
+    datasource_ids: list[DatasourceId] | None = Field(
+        None, max_length=20, description="Global datasources to copy into the job."
+    )
+    instructions: str | None = Field(
+        None, min_length=1, max_length=100_000, description="Extra markdown instructions."
+    )
+    config_override: dict[str, Any] | None = Field(None, description="Per-job config overrides.")
+    context: dict[str, Any] | None = Field(None, description="Extra context.")
+
+
+class CreatedJob(BaseModel):
+    id: str
+    status: str
+    description: str
+    config_name: str | None = None
+    creator_status: str | None = None
+    validator_status: str | None = None
+    assigned_agent_id: str | None = None
+    created_at: UtcTimestamp | None = None
+    updated_at: UtcTimestamp | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+async def create_job(args: CreateJobArgs, ctx: ToolContext[Any]) -> CreatedJob:
+    api = ctx.rest(COCKPIT)
+    body = args.model_dump(exclude_none=True)
+
+    async def create() -> Any:
+        return await api.request("POST", "/api/jobs", json_body=body, what="the new job")
+
+    async def experts() -> list[str] | None:
+        try:
+            listed = await api.request("GET", "/api/experts", what="the expert configs")
+        except GatewayError:
+            return None
+        if not isinstance(listed, list):
+            return None
+        return [e["id"] for e in listed if isinstance(e, dict) and isinstance(e.get("id"), str)]
+
+    # The API does not check config_name; the expert list is read alongside, not before.
+    data, known = await gather([create, experts])
+    job = validate_answer(CreatedJob, data, COCKPIT.title, "the new job")
+    assert isinstance(job, CreatedJob)
+    if known is None:
+        job.warnings.append("config_name could not be checked: the expert list did not load")
+    elif args.config_name not in known:
+        job.warnings.append(
+            f"config_name {args.config_name!r} names no expert config (there are: "
+            f"{', '.join(known)}); the API accepted it. If that was a mistake, delete_job and "
+            "create it again"
+        )
+    return job
+
+
+# --- test_datasource ---------------------------------------------------------------------------
+
+
+class DatasourceArgs(BaseModel):
+    model_config = FORBID
+    datasource_id: DatasourceId
+
+
+class DatasourceTest(BaseModel):
+    datasource_id: str
+    ok: bool
+    status: str = Field(description="ok or error")
+    message: str
+
+
+class _TestAnswer(BaseModel):
+    status: str
+    message: str = ""
+
+
+async def test_datasource(args: DatasourceArgs, ctx: ToolContext[Any]) -> DatasourceTest:
+    what = f"the test of datasource {args.datasource_id}"
+    data = await ctx.rest(COCKPIT).request(
+        "POST",
+        "/api/datasources/{datasource_id}/test",
+        path_params={"datasource_id": args.datasource_id},
+        status={404: "no datasource {datasource_id}; list_datasources shows the ids"},
+        what=what,
+    )
+    answer = validate_answer(_TestAnswer, data, COCKPIT.title, what)
+    assert isinstance(answer, _TestAnswer)
+    return DatasourceTest(
+        datasource_id=args.datasource_id,
+        ok=answer.status == "ok",
+        status=answer.status,
+        # A driver's error text may carry a connection string: cleaned, and bounded.
+        message=ctx.sanitize(answer.message)[:1000],
+    )
+
+
+# --- the specs ---------------------------------------------------------------------------------
 
 
 def tools() -> list[ToolSpec]:
-    return []
+    return [
+        ToolSpec(
+            name="list_jobs",
+            description="Orchestrator jobs, newest first.",
+            input_model=ListJobsArgs,
+            output_model=JobList,
+            handler=list_jobs,
+            tier=Tier.READ,
+            backend=COCKPIT,
+            open_world=True,
+        ),
+        rest_tool(
+            COCKPIT,
+            Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: NO_JOB}),
+            name="get_job",
+            description="One job: statuses, config, assigned agent, context.",
+            input_model=JobArgs,
+            output_model=Job,
+        ),
+        ToolSpec(
+            name="get_todos",
+            description="A job's current todos (counted by status) and archived todo lists.",
+            input_model=JobArgs,
+            output_model=Todos,
+            handler=get_todos,
+            tier=Tier.READ,
+            backend=COCKPIT,
+            open_world=True,
+        ),
+        rest_tool(
+            COCKPIT,
+            Route(
+                "POST",
+                "/api/jobs/{job_id}/approve",
+                what="approving job {job_id}",
+                status={
+                    400: _refused("job {job_id} was not approved; get_job shows its status"),
+                    404: _approve_404,
+                },
+            ),
+            name="approve_job",
+            description="Accept the result of a frozen job (review it first: get_frozen_job).",
+            input_model=JobArgs,
+            output_model=Approved,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="marks the job completed, writes output/job_completion.json and "
+                "removes the frozen result",
+                requires="status pending_review with a frozen result",
+                reversible=False,
+                destructive=True,
+                idempotent=True,
+            ),
+        ),
+        ToolSpec(
+            name="resume_job_with_feedback",
+            description="Send a job back to an agent, with feedback on what to change.",
+            input_model=ResumeArgs,
+            output_model=Resumed,
+            handler=resume_job_with_feedback,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="an agent works on the job again (status processing), the feedback "
+                "in its context",
+                requires="status not completed; the job's agent or another one ready",
+                reversible=False,
+                destructive=False,
+                idempotent=False,
+            ),
+            backend=COCKPIT,
+            open_world=True,
+        ),
+        ToolSpec(
+            name="cancel_job",
+            description="Stop a job and its agent.",
+            input_model=JobArgs,
+            output_model=Changed,
+            handler=cancel_job,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="sets the job cancelled and tells its agent to stop; work in "
+                "progress is lost",
+                requires="status not completed or cancelled",
+                reversible=False,
+                destructive=True,
+                idempotent=True,
+            ),
+            backend=COCKPIT,
+            open_world=True,
+        ),
+        ToolSpec(
+            name="create_job",
+            description="Create a job for an agent (assign_job starts it).",
+            input_model=CreateJobArgs,
+            output_model=CreatedJob,
+            handler=create_job,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="adds a job in status created",
+                requires="nothing",
+                reversible=True,
+                destructive=False,
+                idempotent=False,
+            ),
+            backend=COCKPIT,
+            open_world=True,
+        ),
+        ToolSpec(
+            name="delete_job",
+            description="Delete a job. A processing job's agent is not stopped and may be "
+            "orphaned: cancel_job first.",
+            input_model=JobArgs,
+            output_model=Changed,
+            handler=delete_job,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="deletes the job with its requirements, citations and job-scoped "
+                "datasources",
+                requires="the job exists, in any status",
+                reversible=False,
+                destructive=True,
+                idempotent=True,
+            ),
+            backend=COCKPIT,
+            open_world=True,
+        ),
+        rest_tool(
+            COCKPIT,
+            Route(
+                "POST",
+                "/api/jobs/{job_id}/assign/{agent_id}",
+                what="assigning job {job_id}",
+                status={
+                    400: _refused(
+                        "job {job_id} was not assigned; get_job and list_agents show the states"
+                    ),
+                    404: _assign_404,
+                    502: _unreachable("started"),
+                },
+            ),
+            name="assign_job",
+            description="Start a job on an agent.",
+            input_model=AssignArgs,
+            output_model=Assigned,
+            tier=Tier.MUTATION,
+            mutation=Mutation(
+                consequence="the agent starts the job (job processing, agent working)",
+                requires="job created or failed; agent ready",
+                reversible=False,
+                destructive=False,
+                idempotent=True,
+            ),
+        ),
+        ToolSpec(
+            name="test_datasource",
+            description="Check that a datasource can be reached.",
+            input_model=DatasourceArgs,
+            output_model=DatasourceTest,
+            handler=test_datasource,
+            tier=Tier.READ,
+            backend=COCKPIT,
+            open_world=True,
+        ),
+    ]
