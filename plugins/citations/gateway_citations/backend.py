@@ -10,7 +10,7 @@ orchestrator plugin).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar, cast, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -91,9 +91,7 @@ async def fetch(
     data = await route.send(ctx.rest(COCKPIT), args)
     if wrap:
         data = {wrap: data}
-    answer = validate_answer(model, data, COCKPIT.title, route.describe(dict(args)))
-    assert isinstance(answer, model)
-    return answer
+    return cast(M, validate_answer(model, data, COCKPIT.title, route.describe(dict(args))))
 
 
 _JOB = Route(

@@ -16,6 +16,7 @@ from .backend import (
     JobId,
     Limit,
     Offset,
+    SourceId,
     Wire,
     fetch,
     read_tool,
@@ -35,9 +36,7 @@ EXTRACTION_METHODS = ("direct_quote", "paraphrase", "inference", "aggregation", 
 
 class ListCitationsArgs(Args):
     job_id: JobId
-    source_id: int | None = Field(
-        None, strict=True, ge=1, le=2**31 - 1, description="Only this source's."
-    )
+    source_id: SourceId | None = Field(None, description="Only this source's.")
     verification_status: VerificationStatus | None = Field(
         None, description="Only citations in this state."
     )
