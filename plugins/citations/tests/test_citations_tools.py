@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from gateway_citations.search import plain_snippet
 from gateway_citations.sources import CONTENT_CAP
 from gateway_orchestrator.testing import FakeOrchestrator
 from gateway_orchestrator.testing import seed as ids
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from gateway.testing import make_gateway
 
 pytestmark = pytest.mark.anyio
 
@@ -509,3 +515,103 @@ def test_plain_snippets_never_exceed_the_limit_nor_leave_bold_open(words, limit)
 
 def test_json_of_a_snippet_is_what_a_model_reads():
     assert json.dumps(plain_snippet("a <b>x</b> b", 50)) == '"a **x** b"'
+
+
+# --- fuzzed arguments ------------------------------------------------------------------------------
+
+_JUNK = st.one_of(
+    st.none(), st.booleans(), st.floats(allow_nan=False), st.text(max_size=40), st.integers()
+)
+# Plausible values per field (about half the calls are valid and reach the API); one value in
+# eight, a missing required field or an unknown field are junk.
+_INTS = st.one_of(st.integers(-2, 5), st.integers(2**31 - 2, 2**31 + 2))
+_FIELD_VALUES = {
+    "job_id": st.one_of(
+        st.sampled_from([JOB, JOB.upper(), ids.UNKNOWN_ID, ids.JOB_COMPLETED]),
+        st.uuids().map(str),
+    ),
+    "source_id": _INTS,
+    "citation_id": _INTS,
+    "query": st.one_of(st.sampled_from(["retention", "eight years", "x"]), st.text(max_size=60)),
+    "mode": st.sampled_from(["hybrid", "keyword", "semantic"]),
+    "source_type": st.sampled_from(["document", "website"]),
+    "tags": st.sampled_from(["gobd", "gobd, e-invoicing", ",,"]),
+    "verification_status": st.sampled_from(["failed", "verified"]),
+    "annotation_type": st.sampled_from(["note", "question"]),
+    "top_k": st.integers(0, 51),
+    "snippet_chars": st.integers(40, 1100),
+    "limit": st.integers(0, 101),
+    "offset": _INTS,
+    "content_limit": st.integers(-1, 20_001),
+}
+_TOOL_FIELDS = {
+    "list_job_sources": ("job_id", "source_type", "limit", "offset"),
+    "get_source_detail": ("source_id", "content_limit"),
+    "list_job_citations": ("job_id", "source_id", "verification_status", "limit", "offset"),
+    "get_citation_detail": ("citation_id",),
+    "search_job_sources": (
+        "job_id",
+        "query",
+        "mode",
+        "source_type",
+        "tags",
+        "top_k",
+        "snippet_chars",
+    ),
+    "get_source_annotations": ("job_id", "source_id", "annotation_type"),
+    "get_source_tags": ("job_id", "source_id"),
+    "get_citation_stats": ("job_id",),
+}
+
+
+_REQUIRED = {
+    "list_job_citations": ("job_id",),
+    "search_job_sources": ("job_id", "query"),
+    "get_source_annotations": ("job_id", "source_id"),
+    "get_source_tags": ("job_id", "source_id"),
+    "get_citation_stats": ("job_id",),
+    "get_source_detail": ("source_id",),
+    "get_citation_detail": ("citation_id",),
+}
+
+
+@st.composite
+def _call_of(draw: Any) -> tuple[str, dict[str, Any]]:
+    tool = draw(st.sampled_from(sorted(_TOOL_FIELDS)))
+    fields = _TOOL_FIELDS[tool]
+    junk = st.sampled_from([False] * 7 + [True])
+    required = [f for f in fields if f in _REQUIRED.get(tool, ()) and not draw(junk)]
+    optional = [f for f in fields if f not in required]
+    chosen = required + (draw(st.lists(st.sampled_from(optional), unique=True)) if optional else [])
+    args = {n: draw(_JUNK if draw(junk) else _FIELD_VALUES[n]) for n in chosen}
+    if draw(junk):
+        args["bogus"] = draw(_JUNK)
+    return tool, args
+
+
+_CALLS = _call_of()
+_UUID_SEGMENT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+_REQUEST_PATH = re.compile(
+    rf"^/api/(sources(/\d+)?|citations/\d+|jobs/{_UUID_SEGMENT}(/citations(/stats)?"
+    rf"|/sources/search|/sources/\d+/(annotations|tags))?)$"
+)
+
+
+@given(calls=st.lists(_CALLS, min_size=25, max_size=25))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_fuzzed_arguments_never_crash_and_only_well_formed_ids_reach_the_api(calls):
+    async def main(api: FakeOrchestrator, cwd: Path) -> list[str]:
+        gw = make_gateway(plugins=["citations"], env={"COCKPIT_API_URL": api.url}, cwd=cwd)
+        async with gw:
+            return [(await gw.call(tool, args)).code for tool, args in calls]
+
+    with FakeOrchestrator() as api, tempfile.TemporaryDirectory() as tmp:
+        codes = anyio.run(main, api, Path(tmp))
+        assert not api.errors
+    assert set(codes) <= {"OK", "VALIDATION_ERROR", "NOT_FOUND"}, codes
+    for request in api.requests:
+        assert _REQUEST_PATH.match(request.path), request.path
+        numbers = [*re.findall(r"/(\d+)(?:/|$)", request.path), request.query.get("source_id", "1")]
+        assert all(1 <= int(n) < 2**31 for n in numbers), request.target
