@@ -21,7 +21,7 @@ from gateway_orchestrator.testing import FakeOrchestrator
 from gateway_orchestrator.testing import seed as ids
 from mcp import Client, StdioServerParameters
 
-from gateway.testing import make_gateway
+from gateway.testing import make_gateway, tool_error
 from gateway.testing.backends import FaultMode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -155,10 +155,10 @@ async def test_the_workflow_with_the_citations_plugin_alone_and_a_dying_backend(
                 api.mode = FaultMode.NORMAL
                 bad = await client.call_tool("get_citation_stats", {"job_id": "not-a-uuid"})
     assert down.is_error
-    error = down.structured_content["error"]
+    error = tool_error(down)
     assert error["code"] == "BACKEND_UNAVAILABLE" and error["retryable"] is True
     assert "the orchestrator API is unreachable" in error["message"]
-    assert bad.structured_content["error"]["code"] == "VALIDATION_ERROR"
+    assert tool_error(bad)["code"] == "VALIDATION_ERROR"
 
 
 async def test_alongside_the_orchestrator_plugin_the_tools_and_backend_coexist(tmp_path):

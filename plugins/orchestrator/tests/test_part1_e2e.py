@@ -17,6 +17,8 @@ from gateway_orchestrator.testing import FakeOrchestrator
 from gateway_orchestrator.testing import seed as ids
 from mcp import Client, StdioServerParameters
 
+from gateway.testing import tool_error
+
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
@@ -45,7 +47,7 @@ async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
 async def fails(client: Any, tool: str, code: str, **args: Any) -> str:
     result = await client.call_tool(tool, args)
     assert result.is_error, f"{tool} succeeded: {result.structured_content}"
-    error = result.structured_content["error"]
+    error = tool_error(result)
     assert error["code"] == code, error
     return str(error["message"])
 
