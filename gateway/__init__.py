@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 from .config import env_field
 from .errors import ErrorCode, GatewayError
 from .hookspecs import hookimpl
+from .prompts import PromptContext, PromptSpec
 from .spec import (
     HealthCheck,
     Mutation,
@@ -27,6 +28,8 @@ __all__ = [
     "Mutation",
     "NotInitialized",
     "PluginContext",
+    "PromptContext",
+    "PromptSpec",
     "Tier",
     "ToolContext",
     "ToolSpec",

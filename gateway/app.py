@@ -11,9 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 from .audit import AuditLog
 from .config import GatewayConfig, load_config
-from .errors import Sanitizer
+from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor
 from .hookspecs import hookimpl
+from .instructions import build_instructions
 from .pipeline import CallResult, Pipeline
 from .plugins import (
     PluginLoader,
@@ -24,6 +25,7 @@ from .plugins import (
     object_sources,
 )
 from .policy import Policy
+from .prompts import PromptRegistry, RegisteredPrompt, render_prompt
 from .registry import RegisteredTool, Registry
 from .rest.backend import BackendHub
 from .spec import PluginContext, Tier, ToolContext, ToolSpec
@@ -56,8 +58,9 @@ class Gateway:
             confirm_each_call=config.confirm_each_call,
         )
         self.backends = BackendHub(config.plugin_table, config.env)
+        self.prompts = PromptRegistry()
         self.loader = PluginLoader(
-            config, self.registry, self.health, self.sanitizer, self.backends
+            config, self.registry, self.health, self.sanitizer, self.backends, self.prompts
         )
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
@@ -81,6 +84,36 @@ class Gateway:
 
     def visible_tools(self) -> list[RegisteredTool]:
         return [t for t in self.registry.all() if self.policy.visible(t)]
+
+    def offered_prompts(self) -> list[RegisteredPrompt]:
+        """The prompts of loaded plugins whose required tools this deployment offers."""
+        return self.prompts.offered(t.name for t in self.visible_tools())
+
+    def instructions(self) -> str:
+        return build_instructions(
+            self.plugins,
+            self.offered_prompts(),
+            {t.name for t in self.visible_tools()},
+            server=self.config.server_name,
+            builtin=BUILTIN,
+        )
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None) -> str:
+        """Render an offered prompt; ``GatewayError`` (``NOT_FOUND``, ``VALIDATION_ERROR``)."""
+        prompt = self.prompts.get(name) if isinstance(name, str) else None
+        offered = {p.name for p in self.offered_prompts()}
+        if prompt is None or prompt.name not in offered:
+            raise GatewayError(
+                ErrorCode.NOT_FOUND,
+                f"unknown prompt {str(name)[:80]!r}; list the prompts to see what exists",
+            )
+        return await render_prompt(
+            prompt,
+            arguments,
+            tools=frozenset(t.name for t in self.visible_tools()),
+            read_only=self.config.read_only,
+            sanitizer=self.sanitizer,
+        )
 
     async def start(self) -> None:
         if not self._started:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import ENV_PREFIX
+from .instructions import slash_command
 from .registry import MAX_FULL_NAME, client_server_name, full_tool_name
 from .spec import Tier
 
@@ -64,6 +65,7 @@ class ClaudeConfig:
     confirm_each_call: str
     confirmed: list[str]
     warnings: list[str] = field(default_factory=list)
+    prompts: list[tuple[str, str]] = field(default_factory=list)  # (slash command, description)
 
     def mcp_json(self) -> dict[str, Any]:
         """The whole ``.mcp.json`` document with this one server."""
@@ -96,6 +98,7 @@ class ClaudeConfig:
                 "meaning": CONFIRM_MEANING[self.confirm_each_call],
                 "tools": self.confirmed,
             },
+            "prompts": [{"command": c, "description": d} for c, d in self.prompts],
             "warnings": self.warnings,
         }
 
@@ -121,6 +124,12 @@ class ClaudeConfig:
                     for k, v in CONFIRM_MEANING.items()
                     if k != self.confirm_each_call
                 ],
+                *(
+                    ["", "# Workflows, as slash commands in Claude Code:"]
+                    + [f"#   {c}: {d}" for c, d in self.prompts]
+                    if self.prompts
+                    else []
+                ),
                 *[f"# WARNING: {w}" for w in self.warnings],
             ]
         )
@@ -162,6 +171,10 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
         confirm_each_call=gateway.policy.confirm_each_call,
         confirmed=confirmed,
         warnings=warnings,
+        prompts=[
+            (slash_command(safe, p.name), " ".join(p.spec.description.split())[:120])
+            for p in gateway.offered_prompts()
+        ],
     )
 
 

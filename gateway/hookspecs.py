@@ -1,4 +1,4 @@
-"""The plugin contract: five hooks, each called once per plugin, each failure isolated.
+"""The plugin contract: six hooks, each called once per plugin, each failure isolated.
 
 A plugin is a module (or object) named by an entry point in the group ``mcp_gateway.plugins``
 whose functions are decorated with :data:`hookimpl`. An implementation may accept any subset
@@ -10,7 +10,7 @@ tools and checks are withdrawn), its reason is recorded and shown by ``mcp-gatew
 and the ``gateway_status`` tool, and every other plugin keeps serving.
 
 Order at start-up, per plugin: ``plugin_settings`` → ``register_tools`` →
-``register_health_checks``; then, when the server starts, ``open_resources``; at shut-down,
+``register_prompts`` → ``register_health_checks``; then, when the server starts, ``open_resources``; at shut-down,
 ``close_resources``. None of these may do network I/O except ``open_resources`` and
 ``close_resources``, and those should only open clients, not probe backends: the gateway
 must answer ``initialize`` and ``tools/list`` at once even when every backend is down.
@@ -23,11 +23,15 @@ blocking code too (see :mod:`gateway.deadline`); a plugin that overruns is skipp
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import pluggy
 from pydantic import BaseModel
 
 from .spec import HealthCheck, PluginContext, ToolSpec
+
+if TYPE_CHECKING:
+    from .prompts import PromptSpec
 
 PROJECT = "mcp_gateway"
 ENTRY_POINT_GROUP = "mcp_gateway.plugins"
@@ -58,6 +62,20 @@ def register_tools(register: Callable[[ToolSpec], None], plugin: PluginContext[B
     unknown tier, a mutation without ``Mutation(...)``, a non-async handler or an input model
     that allows extra fields is a registration error, and so is a name another plugin already
     registered: the whole plugin is then skipped with that reason.
+    """
+
+
+@hookspec
+def register_prompts(
+    register: Callable[[PromptSpec], None], plugin: PluginContext[BaseModel]
+) -> None:
+    """Register workflows as MCP prompts by calling ``register(PromptSpec(...))`` once each.
+
+    Called once, after ``register_tools``. No I/O. A prompt's arguments model is validated like
+    tool input (``extra="forbid"``); its render function gets a ``PromptContext`` naming the tools
+    this deployment offers, so it can name only those. A prompt is listed only while every tool
+    in its ``requires`` is offered. A bad spec or a name taken by another plugin skips the
+    plugin with that reason; a render function that raises gives the client a generic error.
     """
 
 

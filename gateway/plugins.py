@@ -24,6 +24,7 @@ from .config import GatewayConfig, build_settings, secret_values, settings_error
 from .deadline import HookOverrun, time_limit
 from .errors import Sanitizer
 from .health import HealthMonitor
+from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import BackendConflict, BackendHub, RestBackend
 from .spec import HealthCheck, PluginContext, ToolSpec
@@ -31,6 +32,7 @@ from .spec import HealthCheck, PluginContext, ToolSpec
 HOOK_NAMES = (
     "plugin_settings",
     "register_tools",
+    "register_prompts",
     "register_health_checks",
     "open_resources",
     "close_resources",
@@ -56,7 +58,9 @@ class PluginRecord:
     reason: str | None = None
     source: str = "entry point"
     tools: list[str] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
+    summary: str = ""
     context: PluginContext[Any] | None = None
     module: object | None = None
 
@@ -68,6 +72,7 @@ class PluginRecord:
             "reason": self.reason,
             "tool_count": len(self.tools),
             "tools": list(self.tools),
+            "prompts": list(self.prompts),
         }
 
 
@@ -79,6 +84,7 @@ class PluginSource:
     version: str
     load: Callable[[], object]
     origin: str
+    summary: str = ""  # one line for the model: the distribution's Summary
 
 
 def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[PluginSource]:
@@ -87,7 +93,10 @@ def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[Plugin
         dist = getattr(ep, "dist", None)
         version = dist.version if dist is not None else "unknown"
         dist_name = dist.metadata["Name"] if dist is not None else "unknown"
-        sources.append(PluginSource(ep.name, version, ep.load, f"entry point from {dist_name}"))
+        summary = (dist.metadata.get("Summary") or "") if dist is not None else ""
+        sources.append(
+            PluginSource(ep.name, version, ep.load, f"entry point from {dist_name}", summary)
+        )
     return sorted(sources, key=lambda s: (s.name, s.origin))
 
 
@@ -95,8 +104,18 @@ def object_sources(objects: dict[str, object]) -> list[PluginSource]:
     def loader(obj: object) -> Callable[[], object]:
         return lambda: obj
 
+    def summary(obj: object) -> str:
+        doc = (getattr(obj, "__doc__", None) or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
     return [
-        PluginSource(name, str(getattr(obj, "__version__", "0")), loader(obj), "registered object")
+        PluginSource(
+            name,
+            str(getattr(obj, "__version__", "0")),
+            loader(obj),
+            "registered object",
+            summary(obj),
+        )
         for name, obj in objects.items()
     ]
 
@@ -132,12 +151,14 @@ class PluginLoader:
         health: HealthMonitor,
         sanitizer: Sanitizer,
         backends: BackendHub | None = None,
+        prompts: PromptRegistry | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         self.health = health
         self.sanitizer = sanitizer
         self.backends = backends or BackendHub(config.plugin_table, config.env)
+        self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
 
@@ -176,8 +197,9 @@ class PluginLoader:
     def _fail(self, rec: PluginRecord, reason: str) -> None:
         rec.state = PluginState.FAILED
         rec.reason = self.sanitizer(reason)
-        rec.tools, rec.checks = [], []
+        rec.tools, rec.checks, rec.prompts = [], [], []
         self.registry.remove_plugin(rec.name)
+        self.prompts.remove_plugin(rec.name)
         self.health.remove_plugin(rec.name)
         # Clients are opened on first use only, never during loading: nothing to close here.
         self.backends.remove_plugin(rec.name)
@@ -187,6 +209,7 @@ class PluginLoader:
 
     def _load_one(self, src: PluginSource, *, selectable: bool) -> None:
         rec = PluginRecord(src.name, src.version, PluginState.LOADED, source=src.origin)
+        rec.summary = src.summary
         self.records.append(rec)
         if selectable:
             why = self._selected(src.name)
@@ -267,6 +290,13 @@ class PluginLoader:
         specs: list[ToolSpec] = []
         call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
         tools: list[RegisteredTool] = [build_tool(s, ctx) for s in specs]
+        step("register_prompts")
+        prompt_specs: list[object] = []
+        call_hook(self.pm, "register_prompts", module, register=prompt_specs.append, plugin=ctx)
+        try:
+            prompts = [build_prompt(p, ctx) for p in prompt_specs]
+        except ValueError as exc:
+            raise _PluginInvalid(f"invalid prompt declaration: {exc}") from None
         step("register_health_checks")
         checks: list[HealthCheck] = []
         call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
@@ -280,8 +310,14 @@ class PluginLoader:
                     "but no health check declares that backend"
                 )
         self.registry.add_all(tools)
+        try:
+            self.prompts.add_all(prompts)
+        except ValueError as exc:
+            self.registry.remove_plugin(src.name)
+            raise _PluginInvalid(f"invalid prompt declaration: {exc}") from None
         self.health.add_all(src.name, checks)
         rec.tools = [t.name for t in tools]
+        rec.prompts = [p.name for p in prompts]
         rec.checks = [c.name for c in checks]
 
     def _check_hook_names(self, module: object) -> None:

@@ -8,24 +8,20 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import mcp_types as t
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 
 from . import __version__
 from .app import Gateway
+from .errors import ErrorCode, GatewayError
 from .pipeline import CallResult
 from .policy import Policy
+from .prompts import RegisteredPrompt
 from .registry import RegisteredTool
 from .stdio import StdinLines, Wire
 
 log = logging.getLogger("gateway.server")
-
-INSTRUCTIONS = (
-    "Tools come from plugins. Read tools are safe to call; tools whose description has a "
-    "MUTATION paragraph change state and need the user's confirmation. Errors come back as "
-    '{"error": {"code", "message", "retryable"}}; the message says what to do next. '
-    "Call gateway_status when a tool is missing or a backend is unavailable."
-)
 
 
 def mcp_tool(tool: RegisteredTool, policy: Policy) -> t.Tool:
@@ -37,6 +33,15 @@ def mcp_tool(tool: RegisteredTool, policy: Policy) -> t.Tool:
         output_schema=tool.output_schema,
         annotations=t.ToolAnnotations(**tool.annotations),
         _meta=policy.published_meta(tool),
+    )
+
+
+def mcp_prompt(prompt: RegisteredPrompt) -> t.Prompt:
+    return t.Prompt(
+        name=prompt.name,
+        title=prompt.spec.title,
+        description=prompt.spec.description,
+        arguments=[t.PromptArgument(**a) for a in prompt.arguments],
     )
 
 
@@ -90,14 +95,36 @@ def build_server(gateway: Gateway) -> Server[Any]:
         result = await gateway.pipeline.call(params.name, params.arguments, progress=progress)
         return to_call_tool_result(result)
 
+    async def on_list_prompts(
+        ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+    ) -> t.ListPromptsResult:
+        return t.ListPromptsResult(prompts=[mcp_prompt(p) for p in gateway.offered_prompts()])
+
+    async def on_get_prompt(
+        ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams
+    ) -> t.GetPromptResult:
+        try:
+            text = await gateway.get_prompt(params.name, params.arguments)
+        except GatewayError as err:
+            # Prompts have no error result like tools: a protocol error the client shows.
+            code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS
+            raise MCPError(code, gateway.sanitizer(f"{err.code.value}: {err.message}")) from None
+        prompt = gateway.prompts.get(params.name)
+        return t.GetPromptResult(
+            description=prompt.spec.description if prompt else None,
+            messages=[t.PromptMessage(role="user", content=t.TextContent(type="text", text=text))],
+        )
+
     server: Server[Any] = Server(
         gateway.config.server_name,
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=gateway.instructions(),
         lifespan=lifespan,
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
     )
     return server
 

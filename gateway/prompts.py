@@ -1,0 +1,176 @@
+"""Workflows as MCP prompts: plugins register them like tools, the core checks and renders them.
+
+A prompt is data too: a name, a description, a pydantic model of its arguments and a function
+that writes the steps. Claude Code offers each as a slash command
+(``/mcp__<server>__<prompt>``). The render function gets a :class:`PromptContext` that says which
+tools this deployment really offers (installed, loaded, visible under its policy), so a prompt
+names only tools that exist: under ``read_only`` it proposes no mutation, without the gitea
+plugin it reads workspace files instead of git history.
+
+Arguments arrive as strings (MCP sends prompt arguments as a string map); the model validates
+and converts them as it does tool input, before the render function runs. The rendered text is
+cleaned of secrets; a render function that raises gives a generic error, its detail goes to the
+log.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ErrorCode, GatewayError, Sanitizer
+from .spec import TOOL_NAME, PluginContext
+
+log = logging.getLogger("gateway.prompts")
+
+PromptRender = Callable[[Any, "PromptContext"], str | Awaitable[str]]
+
+MAX_PROMPT_CHARS = 20_000
+_TOOL_WORD = re.compile(r"\b[a-z][a-z0-9_]{2,63}\b")
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """One workflow. ``arguments`` (a pydantic model with ``extra="forbid"``) is both what
+    ``prompts/list`` publishes (name, description, required) and the validator; its fields must
+    accept strings (``int`` fields are converted, as MCP sends strings). ``render(args, ctx)``
+    (may be async) returns the text of the user message. ``requires``: tools without which the
+    workflow makes no sense; the prompt is listed only when all of them are offered."""
+
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    render: PromptRender
+    title: str | None = None
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """What a render function may rely on: the plugin, and the tools this deployment offers."""
+
+    plugin: PluginContext[Any]
+    tools: frozenset[str]
+    read_only: bool
+
+    def has(self, *names: str) -> bool:
+        """Are all these tools offered (installed, loaded and visible under the policy)?"""
+        return all(n in self.tools for n in names)
+
+
+@dataclass
+class RegisteredPrompt:
+    spec: PromptSpec
+    plugin: PluginContext[Any]
+    arguments: list[dict[str, Any]]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def build_prompt(spec: object, plugin: PluginContext[Any]) -> RegisteredPrompt:
+    """Check a prompt spec and derive its published arguments; raise ``ValueError`` with why."""
+    if not isinstance(spec, PromptSpec):
+        raise ValueError(f"register() takes a PromptSpec, got {type(spec).__name__}")
+    if not isinstance(spec.name, str) or not TOOL_NAME.fullmatch(spec.name):
+        raise ValueError(f"prompt name {spec.name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+    where = f"prompt {spec.name!r}"
+    if not isinstance(spec.description, str) or not spec.description.strip():
+        raise ValueError(f"{where}: description is empty")
+    if not (isinstance(spec.arguments, type) and issubclass(spec.arguments, BaseModel)):
+        raise ValueError(f"{where}: arguments must be a pydantic BaseModel subclass")
+    if spec.arguments.model_config.get("extra") != "forbid":
+        raise ValueError(f"{where}: arguments must set model_config = ConfigDict(extra='forbid')")
+    if not callable(spec.render):
+        raise ValueError(f"{where}: render must be a function")
+    published = []
+    for name, field in spec.arguments.model_fields.items():
+        published.append(
+            {
+                "name": name,
+                "description": (field.description or "").strip() or None,
+                "required": field.is_required(),
+            }
+        )
+    return RegisteredPrompt(spec, plugin, published)
+
+
+class PromptRegistry:
+    """All prompts of all loaded plugins, by name; names are unique like tool names."""
+
+    def __init__(self) -> None:
+        self._prompts: dict[str, RegisteredPrompt] = {}
+
+    def add_all(self, prompts: list[RegisteredPrompt]) -> None:
+        seen: set[str] = set()
+        for p in prompts:
+            other = self._prompts.get(p.name)
+            if p.name in seen or other is not None:
+                owner = other.plugin.name if other else "this plugin"
+                raise ValueError(f"prompt {p.name!r} is already provided by {owner!r}")
+            seen.add(p.name)
+        for p in prompts:
+            self._prompts[p.name] = p
+
+    def remove_plugin(self, plugin: str) -> None:
+        for name in [n for n, p in self._prompts.items() if p.plugin.name == plugin]:
+            del self._prompts[name]
+
+    def get(self, name: str) -> RegisteredPrompt | None:
+        return self._prompts.get(name)
+
+    def all(self) -> list[RegisteredPrompt]:
+        return list(self._prompts.values())
+
+    def offered(self, tools: Iterable[str]) -> list[RegisteredPrompt]:
+        """The prompts whose required tools are all offered."""
+        have = set(tools)
+        return [p for p in self._prompts.values() if set(p.spec.requires) <= have]
+
+
+async def render_prompt(
+    prompt: RegisteredPrompt,
+    arguments: dict[str, Any] | None,
+    *,
+    tools: frozenset[str],
+    read_only: bool,
+    sanitizer: Sanitizer,
+) -> str:
+    """Validate the arguments and render the prompt's text; ``GatewayError`` for bad input."""
+    try:
+        args = prompt.spec.arguments.model_validate(arguments or {})
+    except ValidationError as exc:
+        from .pipeline import format_validation_error
+
+        raise format_validation_error(exc) from None
+    ctx = PromptContext(prompt.plugin, tools, read_only)
+    try:
+        text = prompt.spec.render(args, ctx)
+        if inspect.isawaitable(text):
+            text = await text
+    except GatewayError:
+        raise
+    except Exception as exc:
+        log.error(
+            "prompt=%s render failed: %s: %s", prompt.name, type(exc).__name__, sanitizer(str(exc))
+        )
+        raise GatewayError(
+            ErrorCode.INTERNAL_ERROR,
+            f"prompt {prompt.name!r} could not be rendered; the gateway log has the details",
+        ) from None
+    if not isinstance(text, str):
+        raise GatewayError(ErrorCode.INTERNAL_ERROR, f"prompt {prompt.name!r} rendered no text")
+    return sanitizer.redact_secrets(text)[:MAX_PROMPT_CHARS]
+
+
+def mentioned_tools(text: str, known: Iterable[str]) -> set[str]:
+    """The tool names a text mentions, out of ``known`` (for tests and checks)."""
+    names = set(known)
+    return {w for w in _TOOL_WORD.findall(text) if w in names}
