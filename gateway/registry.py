@@ -85,6 +85,40 @@ def _recursive_defs(defs: dict[str, Any]) -> set[str]:
     return recursive
 
 
+def optional_without_null(schema: Any) -> Any:
+    """For *input* schemas: an optional argument whose default is ``null`` is published as its
+    type alone (``{"type": "string"}``, not ``["string", "null"]`` with ``"default": null``).
+    Leaving the argument out is how a client says "none"; ``null`` is still accepted by the
+    model that validates it. The two branches cost the model ~40 bytes per such argument on
+    every turn. Output schemas keep ``null``: strict clients check results against them."""
+    if isinstance(schema, list):
+        return [optional_without_null(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: optional_without_null(v) for k, v in schema.items()}
+    props = out.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {name: _drop_null(prop) for name, prop in props.items()}
+    return out
+
+
+def _drop_null(prop: Any) -> Any:
+    if not isinstance(prop, dict) or "default" not in prop or prop["default"] is not None:
+        return prop
+    kinds = prop.get("type")
+    if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
+        rest = {k: v for k, v in prop.items() if k != "default"}
+        rest["type"] = next(k for k in kinds if k != "null")
+        return rest
+    branches = prop.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        kept = next(b for b in branches if b != {"type": "null"})
+        if isinstance(kept, dict):
+            rest = {k: v for k, v in prop.items() if k not in ("default", "anyOf")}
+            return {**kept, **rest}
+    return prop
+
+
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The same JSON Schema, smaller and cheaper to check, for every published schema.
 
@@ -199,7 +233,7 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
     """Validate a spec and derive its published form."""
     tier = validate_spec(spec)
     try:
-        input_schema = compact_schema(spec.input_model.model_json_schema())
+        input_schema = optional_without_null(compact_schema(spec.input_model.model_json_schema()))
         output_schema = (
             compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
         )

@@ -327,3 +327,39 @@ async def test_confirmation_keeps_the_tools_own_meta(tmp_path):
         "anthropic/maxResultSizeChars": 100_000,
         "anthropic/requiresUserInteraction": True,
     }
+
+
+def test_optional_arguments_are_published_without_null_but_still_accept_it(gateway_factory):
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from gateway import Tier, ToolSpec, hookimpl
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        ref: str | None = Field(None, max_length=10, description="A ref.")
+        limit: int | None = None
+        tags: list[str] | None = None
+        keep: str | None = "x"  # a default other than null: untouched
+
+    async def handler(args: In, ctx: object) -> dict[str, object]:
+        return {"ref": args.ref}
+
+    class P:
+        @hookimpl
+        def register_tools(self, register: object) -> None:
+            register(
+                ToolSpec(
+                    name="t", description="T.", input_model=In, handler=handler, tier=Tier.READ
+                )
+            )  # type: ignore[operator]
+
+    gw = gateway_factory(objects={"p": P()}, entry_points=False)
+    props = gw.registry.get("t").input_schema["properties"]
+    assert props["ref"] == {"description": "A ref.", "maxLength": 10, "type": "string"}
+    assert props["limit"] == {"type": "integer"}
+    assert props["tags"] == {"items": {"type": "string"}, "type": "array"}
+    assert props["keep"] == {"default": "x", "type": ["string", "null"]}
+    import anyio
+
+    result = anyio.run(gw.call, "t", {"ref": None})
+    assert not result.is_error and result.payload == {"ref": None}

@@ -54,23 +54,10 @@ Limit = Annotated[int, Field(ge=1, le=100, description="Max rows.")]
 Offset = Annotated[int, Field(ge=0, le=_INT4_MAX, description="Rows to skip.")]
 
 
-def _optional_without_null(schema: dict[str, Any]) -> None:
-    """An optional field is published as its type alone: not ``anyOf [type, null]`` with
-    ``default: null``. Leaving it out is how a client says "none" (``null`` is still accepted);
-    the two branches cost ~40 bytes per field in every turn's tool list."""
-    for prop in schema.get("properties", {}).values():
-        branches = prop.get("anyOf")
-        if "default" in prop and prop["default"] is None and isinstance(branches, list):
-            kept = [b for b in branches if b != {"type": "null"}]
-            if len(kept) == 1 and len(branches) == 2:
-                del prop["anyOf"], prop["default"]
-                prop.update({k: v for k, v in kept[0].items() if k not in prop})
-
-
 class Args(BaseModel):
     """Base of every input model: unknown arguments are refused."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_optional_without_null)
+    model_config = ConfigDict(extra="forbid")
 
 
 class Wire(BaseModel):
