@@ -80,15 +80,23 @@ def ts_sdk() -> Path:
     return folder
 
 
-def _drive(sdk: Path, tmp_path: Path, calls: list[tuple[str, dict]], **env: str) -> dict:
+def _drive(
+    sdk: Path,
+    tmp_path: Path,
+    calls: list[tuple[str, dict]],
+    prompts: list[tuple[str, dict]] | None = None,
+    **env: str,
+) -> dict:
     environment = {k: v for k, v in gateway_env(**env).items() if not k.startswith("GITEA_")}
-    spec = {
+    spec: dict[str, object] = {
         "command": sys.executable,
         "args": ["-m", "gateway.cli", "serve"],
         "cwd": str(tmp_path),
         "env": environment,
         "calls": [list(c) for c in calls],
     }
+    if prompts is not None:
+        spec["prompts"] = [list(p) for p in prompts]
     proc = subprocess.run(
         [shutil.which("node") or "node", str(DRIVER), str(sdk), json.dumps(spec)],
         capture_output=True,
@@ -150,3 +158,29 @@ def test_every_error_kind_reaches_the_typescript_client_with_its_code(
         assert error["code"] == code, (where, error)
         assert isinstance(error["message"], str) and error["message"], where
         assert isinstance(error["retryable"], bool), where
+
+
+def test_prompts_and_instructions_reach_the_typescript_client(ts_sdk, tmp_path):
+    job = "d2cf2e9a-cc1f-4422-b782-c51acec41000"
+    out = _drive(
+        ts_sdk,
+        tmp_path,
+        [],
+        prompts=[
+            ("review_frozen_job", {"job_id": job}),
+            ("verify_citations", {"job_id": job}),
+            ("review_frozen_job", {"job_id": "not-a-uuid"}),
+            ("no_such_prompt", {}),
+        ],
+        MCP_GATEWAY_PLUGINS="orchestrator,citations,gitea",
+    )
+    names = {p["name"] for p in out["prompt_list"]}
+    assert {"review_frozen_job", "verify_citations"} <= names
+    review, verify, bad, unknown = out["prompts"]
+    text = review["result"]["messages"][0]["content"]["text"]
+    assert f'get_frozen_job(job_id="{job}")' in text and "get_job_diff" in text
+    assert "get_citation_stats" in verify["result"]["messages"][0]["content"]["text"]
+    assert bad["thrown"]["code"] == -32602 and "job_id" in bad["thrown"]["message"]
+    assert unknown["thrown"]["code"] == -32602 and "unknown prompt" in unknown["thrown"]["message"]
+    assert "review_frozen_job(job_id)" in out["instructions"]
+    assert len(out["instructions"]) <= 2048

@@ -4,8 +4,10 @@
 //   node call_tools.cjs SDK_DIR SPEC_JSON
 //
 // SDK_DIR holds node_modules/@modelcontextprotocol/sdk. SPEC_JSON:
-//   {"command": "...", "args": [...], "cwd": "...", "env": {...}, "calls": [[name, args], ...]}
-// Output: {"sdk": version, "tools": {name: hasOutputSchema}, "calls": [{result} | {thrown}]}
+//   {"command": "...", "args": [...], "cwd": "...", "env": {...}, "calls": [[name, args], ...],
+//    "prompts": [[name, args], ...] (optional)}
+// Output: {"sdk": version, "instructions": text, "tools": {name: hasOutputSchema},
+//          "calls": [{result} | {thrown}], "prompt_list": [...], "prompts": [{result} | {thrown}]}
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
@@ -45,8 +47,20 @@ async function main() {
       calls.push({ thrown: { code: err.code ?? null, message: String(err.message ?? err) } });
     }
   }
+  const out = { sdk: version, instructions: client.getInstructions() ?? null, tools, calls };
+  if (spec.prompts) {
+    out.prompt_list = (await client.listPrompts()).prompts;
+    out.prompts = [];
+    for (const [name, args] of spec.prompts) {
+      try {
+        out.prompts.push({ result: await client.getPrompt({ name, arguments: args }) });
+      } catch (err) {
+        out.prompts.push({ thrown: { code: err.code ?? null, message: String(err.message ?? err) } });
+      }
+    }
+  }
   await client.close();
-  process.stdout.write(JSON.stringify({ sdk: version, tools, calls }) + "\n");
+  process.stdout.write(JSON.stringify(out) + "\n");
 }
 
 main().catch((err) => {

@@ -11,7 +11,7 @@ from typing import Any
 
 from gateway import hookimpl
 
-from . import citations, search, sources
+from . import citations, prompts, search, sources
 
 MODULES = (sources, citations, search)
 
@@ -21,3 +21,9 @@ def register_tools(register: Any) -> None:
     for module in MODULES:
         for spec in module.tools():
             register(spec)
+
+
+@hookimpl
+def register_prompts(register: Any) -> None:
+    for spec in prompts.prompts():
+        register(spec)

@@ -10,7 +10,7 @@ from typing import Any
 
 from gateway import hookimpl
 
-from . import audit, jobs, monitoring, tables, workspace
+from . import audit, jobs, monitoring, prompts, tables, workspace
 
 MODULES = (jobs, workspace, audit, monitoring, tables)
 
@@ -20,3 +20,9 @@ def register_tools(register: Any) -> None:
     for module in MODULES:
         for spec in module.tools():
             register(spec)
+
+
+@hookimpl
+def register_prompts(register: Any) -> None:
+    for spec in prompts.prompts():
+        register(spec)
