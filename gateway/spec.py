@@ -7,7 +7,9 @@ paragraph from a :class:`ToolSpec`; nothing has to be kept in sync by hand.
 from __future__ import annotations
 
 import enum
+import errno
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -168,12 +170,36 @@ class PluginContext(Generic[SettingsT]):
         resolved = (candidate if candidate.is_absolute() else base / candidate).resolve()
         for root in self.data_roots:
             if resolved == root or root in resolved.parents:
+                self._check_usable(resolved, root, field_name)
                 return resolved
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR,
             f"{field_name}: {raw!r} is outside the configured data roots; "
             "use a path inside the working directory (or set MCP_GATEWAY_DATA_ROOTS)",
         )
+
+    @staticmethod
+    def _check_usable(path: Path, root: Path, field_name: str) -> None:
+        """Names too long for the file system, and paths the OS refuses to look at, are bad
+        input: say so now instead of failing later with an OS error."""
+        try:
+            name_max = os.pathconf(root, "PC_NAME_MAX")
+        except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or unknown
+            name_max = 255
+        reason = None
+        if any(len(os.fsencode(part)) > name_max for part in path.parts):
+            reason = os.strerror(errno.ENAMETOOLONG)
+        else:
+            try:
+                path.exists()
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+        if reason is not None:
+            if reason == os.strerror(errno.ENAMETOOLONG):
+                reason += f"; each folder or file name may have at most {name_max} bytes"
+            raise GatewayError(
+                ErrorCode.VALIDATION_ERROR, f"{field_name}: not a usable path ({reason})"
+            )
 
     def display_path(self, path: Path) -> str:
         """A path as the client may see it: relative to the data root that holds it."""

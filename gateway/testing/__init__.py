@@ -45,13 +45,13 @@ def make_gateway(
     objects: dict[str, object] | None = None,
     plugin_config: dict[str, dict[str, Any]] | None = None,
     env: dict[str, str] | None = None,
-    cwd: Path | None = None,
+    cwd: str | Path | None = None,
     entry_points: bool = True,
     **gateway_settings: Any,
 ) -> Gateway:
     """Build a gateway for tests. ``plugins`` restricts the installed plugins loaded (the
     built-in ``gateway`` plugin is always there); ``env`` replaces the process environment."""
-    cwd = (cwd or Path.cwd()).resolve()
+    cwd = Path(cwd or Path.cwd()).resolve()
     environment = dict(env if env is not None else os.environ)
     overrides = dict(gateway_settings)
     if plugins is not None:
@@ -279,7 +279,7 @@ def assert_plugin_conforms(
     *,
     plugin_config: dict[str, dict[str, Any]] | None = None,
     env: dict[str, str] | None = None,
-    cwd: Path | None = None,
+    cwd: str | Path | None = None,
     health_slack: float = 2.0,
     server_name: str = "gateway",
     calls: dict[str, list[dict[str, Any]]] | None = None,
@@ -297,7 +297,7 @@ def assert_plugin_conforms(
     event loop for more than ``max_loop_block`` seconds nor fails with ``INTERNAL_ERROR``; every health check finishes within
     its timeout; and an exception containing a secret and an absolute path comes back sanitized.
     """
-    workdir = (cwd or Path.cwd()).resolve()
+    workdir = Path(cwd or Path.cwd()).resolve()
     with _chdir(workdir):
         gateway = make_gateway(plugins=[name], plugin_config=plugin_config, env=env, cwd=workdir)
         anyio.run(_conformance, gateway, name, health_slack, server_name, calls, max_loop_block)
