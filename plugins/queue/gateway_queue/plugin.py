@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway import (
@@ -19,6 +18,7 @@ from gateway import (
     GatewayError,
     HealthCheck,
     Mutation,
+    NotInitialized,
     PluginContext,
     Tier,
     ToolContext,
@@ -150,16 +150,6 @@ def _job(row: tuple[Any, ...]) -> Job:
     return Job.model_construct(**values)
 
 
-def _read_page(
-    path: Path, limit: int, after: store.Keyset | None
-) -> tuple[list[tuple[Any, ...]], bool]:
-    conn = store.connect_reader(path)
-    try:
-        return store.read_new_jobs_page(conn, limit, after)
-    finally:
-        conn.close()
-
-
 def _resolve(ctx: ToolContext[Settings], db_path: str | None) -> Path:
     return ctx.plugin.resolve_data_path(db_path or ctx.settings.db_path, field_name="db_path")
 
@@ -187,7 +177,7 @@ async def bulk_read_new_jobs(args: ReadArgs, ctx: ToolContext[Settings]) -> Read
     path = _resolve(ctx, args.db_path)
     after = decode_cursor(args.cursor) if args.cursor is not None else None
     try:
-        rows, has_more = await ctx.run_sync(_read_page, path, args.limit, after)
+        rows, has_more = await store.read_new_jobs(path, args.limit, after)
     except (FileNotFoundError, store.StoreError) as exc:
         raise _db_error(ctx, path, exc) from None
     jobs = [_job(r) for r in rows]
@@ -251,19 +241,16 @@ class UpdateResult(BaseModel):
     results: list[UpdateItemResult] = Field(description="One entry per update, in input order.")
 
 
-def _apply(path: Path, updates: list[store.StatusUpdate], busy_timeout: float) -> None:
-    conn = store.connect_existing_writer(path, busy_timeout_s=busy_timeout)
-    try:
-        store.update_statuses(conn, updates)
-    finally:
-        conn.close()
+async def _apply(path: Path, updates: list[store.StatusUpdate], busy_timeout: float) -> None:
+    async with store.connect_existing_writer(path, busy_timeout_s=busy_timeout) as conn:
+        await store.update_statuses(conn, updates)
 
 
 async def bulk_update_job_status(args: UpdateArgs, ctx: ToolContext[Settings]) -> UpdateResult:
     path = _resolve(ctx, args.db_path)
     updates = [store.StatusUpdate(id=u.id, status=u.status) for u in args.updates]
     try:
-        await ctx.run_sync(_apply, path, updates, ctx.settings.busy_timeout)
+        await _apply(path, updates, ctx.settings.busy_timeout)
     except store.MissingJobsError as exc:
         # All or nothing, and an error result: nothing changed, so the model must notice and the
         # audit log must not say OK. The details still say, item by item, what was not applied.
@@ -370,26 +357,26 @@ def register_tools(register: Any) -> None:
 
 @hookimpl
 def register_health_checks(register: Any, plugin: PluginContext[Settings]) -> None:
-    def probe(path: Path) -> str:
-        shown = plugin.display_path(path)
-        try:
-            conn = store.connect_reader(path)
-        except FileNotFoundError:
-            raise RuntimeError(f"{shown} not found; the scrape step creates it") from None
-        except store.StoreError as exc:
-            raise RuntimeError(f"{shown}: {exc.reason}") from None
-        try:
-            indexed = store.has_page_index(conn)
-        finally:
-            conn.close()
-        if not os.access(path, os.W_OK):
-            return f"{shown} readable but not writable: status updates will fail"
-        if not indexed:
-            return f"{shown} ok; page index missing, run: python -m gateway_queue ensure-indexes"
-        return f"{shown} ok"
-
     async def jobs_db() -> str:
         path = plugin.resolve_data_path(plugin.settings.db_path, field_name="db_path")
-        return await anyio.to_thread.run_sync(probe, path, abandon_on_cancel=True)
+        shown = plugin.display_path(path)
+        try:
+            async with store.connect_reader(path) as conn:
+                indexed = await store.has_page_index(conn)
+        except FileNotFoundError:
+            raise NotInitialized(
+                f"{shown} does not exist yet: the first scrape_jobs run creates it, "
+                "or run: python -m gateway_queue init"
+            ) from None
+        except store.StoreError as exc:
+            raise RuntimeError(f"{shown}: {exc.reason}") from None
+        if not os.access(path, os.W_OK):
+            return f"{shown} readable but not writable: status updates will fail"
+        if indexed:
+            return f"{shown} ok"
+        return (
+            f"{shown} ok; page index missing, so pages are slower; run: "
+            f"python -m gateway_queue ensure-indexes --db {shown}"
+        )
 
     register(HealthCheck(name="jobs_db", check=jobs_db))

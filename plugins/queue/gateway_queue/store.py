@@ -1,21 +1,69 @@
-"""The SQLite jobs store: plain synchronous sqlite3, shared by the queue and scrape plugins.
+"""The SQLite jobs store on ``aiosqlite``, shared by the queue and scrape plugins.
 
-Handlers call these functions through ``ctx.run_sync(...)``. The schema is the one the previous
-pipeline created, so its existing ``jobs.db`` files open without migration. Nothing here switches
-the journal mode (WAL would change existing users' files) or alters existing rows.
+The schema is the one the previous pipeline created, so its existing ``jobs.db`` files open
+without migration. Nothing here switches the journal mode or alters existing rows. Readers never
+write (:func:`connect_reader` says exactly what a read may touch). Connections are
+:class:`~gateway_queue.connection.Connection` objects: a statement whose caller is cancelled is
+interrupted, and its transaction rolled back whole.
 
-Errors are raised as :class:`StoreError` whose ``reason`` never contains a path or SQL text.
+Every public function takes a path as ``str`` or :class:`~pathlib.Path`. Errors are raised as
+:class:`StoreError` whose ``reason`` never contains a path or SQL text. The store needs the
+asyncio event loop (aiosqlite does), which is what the gateway runs on.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import anyio
+
+from .connection import (
+    READ_BUSY_TIMEOUT_S,
+    Connection,
+    Opening,
+    SnapshotChanged,
+    StoreError,
+    open_connection,
+    reader_target,
+    require_file,
+)
+
+__all__ = [
+    "ALLOWED_STATUSES",
+    "DEFAULT_DB_PATH",
+    "JOB_FIELDS",
+    "PAGE_INDEX_NAME",
+    "Connection",
+    "IndexProgress",
+    "InitReport",
+    "InsertCounts",
+    "Keyset",
+    "MissingJobsError",
+    "NewJob",
+    "SnapshotChanged",
+    "StatusUpdate",
+    "StoreError",
+    "connect_existing_writer",
+    "connect_reader",
+    "connect_writer",
+    "create_page_index",
+    "ensure_indexes",
+    "has_page_index",
+    "init_store",
+    "insert_jobs",
+    "read_new_jobs",
+    "read_new_jobs_page",
+    "update_statuses",
+    "utc_now",
+]
+
+StorePath = str | os.PathLike[str]
 
 ALLOWED_STATUSES: tuple[str, ...] = (
     "new",
@@ -62,7 +110,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     last_error TEXT
 )
 """
-_CREATE_STATUS_INDEX = "CREATE INDEX IF NOT EXISTS idx_jobs_status ON jobs(status)"
+STATUS_INDEX_NAME = "idx_jobs_status"
+_CREATE_STATUS_INDEX = f"CREATE INDEX IF NOT EXISTS {STATUS_INDEX_NAME} ON jobs(status)"
 
 # Speed index for the page query (filter on status, order by captured_at DESC, id DESC): with it
 # every page is an index range scan with no sort, however deep the page. Adding an index never
@@ -71,6 +120,10 @@ PAGE_INDEX_NAME = "idx_jobs_status_captured_at_id"
 _CREATE_PAGE_INDEX = (
     f"CREATE INDEX IF NOT EXISTS {PAGE_INDEX_NAME} ON jobs(status, captured_at DESC, id DESC)"
 )
+#: Virtual-machine steps SQLite runs per table row while creating the page index (scan, sort,
+#: insert); progress estimates divide the steps seen by this. A test keeps it honest.
+PAGE_INDEX_STEPS_PER_ROW = 11
+_PROGRESS_EVERY_STEPS = 10_000
 
 # Columns the store reads or writes; an existing table lacking one of them is not a jobs table
 # we can work with, and we say so instead of failing later with a column error.
@@ -112,14 +165,9 @@ class StatusUpdate:
     status: str
 
 
-class StoreError(Exception):
-    """DB problem; `.reason` is a short human reason with NO path and NO SQL text;
-    `.retryable` is True for 'database is locked/busy'."""
-
-    def __init__(self, reason: str, *, retryable: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
+def utc_now() -> str:
+    """Current UTC time as ISO-8601 text, e.g. ``2025-01-31T09:15:02Z``."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class MissingJobsError(StoreError):
@@ -131,65 +179,8 @@ class MissingJobsError(StoreError):
         super().__init__(f"no job with id {ids}")
 
 
-def utc_now() -> str:
-    """Current UTC time as ISO-8601 text, e.g. ``2025-01-31T09:15:02Z``."""
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-# SQLite primary result codes -> reasons that are safe to show (no path, no SQL).
-_REASONS: dict[int, str] = {
-    3: "permission denied by the database",
-    8: "the database file is read-only",
-    10: "disk I/O error while accessing the database file",
-    11: "the database file is corrupt",
-    13: "the disk is full",
-    14: "the database file cannot be opened",
-    19: "a row violates a constraint of the jobs table",
-    23: "access to the database was denied",
-    26: "the file is not a SQLite database",
-}
-_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
-
-
-def _store_error(exc: sqlite3.Error) -> StoreError:
-    """Translate a sqlite3 error into a StoreError whose reason is safe to show."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
-    text = str(exc).lower()
-    if primary in _BUSY_CODES or "locked" in text or "busy" in text:
-        return StoreError(
-            "the database is locked by another writer; try again in a few seconds",
-            retryable=True,
-        )
-    if primary in _REASONS:
-        return StoreError(_REASONS[primary])
-    if "no such table" in text:
-        return StoreError("the database has no jobs table")
-    if "no such column" in text or "has no column" in text:
-        return StoreError("the jobs table does not have the expected columns")
-    if "not a database" in text:
-        return StoreError(_REASONS[26])
-    if "malformed" in text or "corrupt" in text:
-        return StoreError(_REASONS[11])
-    if "unable to open" in text:
-        return StoreError(_REASONS[14])
-    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    return StoreError(f"database error ({name})")
-
-
-@contextmanager
-def translate_errors() -> Iterator[None]:
-    """Re-raise any sqlite3 error inside the block as a StoreError."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise _store_error(exc) from exc
-
-
-def _check_jobs_table(
-    conn: sqlite3.Connection, required: Sequence[str] = _REQUIRED_COLUMNS
-) -> None:
-    cols = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+async def _check_jobs_table(conn: Connection, required: Sequence[str] = _REQUIRED_COLUMNS) -> None:
+    cols = {row[1] for row in await conn.fetchall("PRAGMA table_info(jobs)")}
     if not cols:
         raise StoreError("the database has no jobs table")
     missing = [c for c in required if c not in cols]
@@ -201,127 +192,212 @@ def _check_jobs_table(
         )
 
 
-def _require_file(path: Path) -> None:
-    if not path.exists():
-        raise FileNotFoundError(path)
-    if not path.is_file():
-        raise StoreError("the path is a folder or a special file, not a database file")
-
-
-def _open(target: str, *, uri: bool, timeout: float) -> sqlite3.Connection:
-    # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction is exactly what we
-    # say it is. check_same_thread=False: ctx.run_sync may run consecutive calls on different
-    # worker threads; each connection is still used by one caller at a time.
-    with translate_errors():
-        return sqlite3.connect(
-            target, uri=uri, timeout=timeout, isolation_level=None, check_same_thread=False
-        )
-
-
-def connect_writer(path: Path, *, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
-    """Create parent folders, open read-write, create the exact legacy schema + idx_jobs_status
-    if missing (idempotent; never alters existing rows), return the connection. Raises StoreError.
-
-    Also creates the page index (:data:`PAGE_INDEX_NAME`) if missing; on a large existing database
-    that takes a few seconds once.
-    """
+async def _checked(conn: Connection, check: Callable[[Connection], Awaitable[None]]) -> Connection:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError("the folder for the database cannot be created") from exc
-    conn = _open(str(path), uri=False, timeout=busy_timeout_s)
-    try:
-        with translate_errors():
-            conn.execute(_CREATE_JOBS)
-            _check_jobs_table(conn)
-            conn.execute(_CREATE_STATUS_INDEX)
-            conn.execute(_CREATE_PAGE_INDEX)
+        await check(conn)
     except BaseException:
-        conn.close()
+        await conn.close()
         raise
     return conn
 
 
-def connect_existing_writer(path: Path, *, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
+def connect_reader(path: StorePath) -> Opening:
+    """Open read-only; ``FileNotFoundError`` if the file is missing, :class:`StoreError` if it
+    cannot be opened or read as a jobs database.
+
+    A read writes nothing, in any journal mode:
+
+    - rollback journal (the legacy default): ``mode=ro``; SQLite takes a shared lock (an
+      advisory ``fcntl`` lock, not a write) and releases it on close;
+    - WAL with an empty or no ``-wal``: ``mode=ro&immutable=1``; only the main file is opened,
+      without locks and without creating ``-wal``/``-shm``; its size and modification time are
+      compared before and after, and a change (a checkpoint meanwhile) fails the read with the
+      retryable :class:`SnapshotChanged`;
+    - WAL with a ``-wal`` holding data and its ``-shm``: ``mode=ro&readonly_shm=1``; both are
+      opened read-only, the read marks live in private memory, nothing is created or rewritten;
+    - WAL with data but no ``-shm`` (a writer crashed): refused with a reason, because SQLite
+      could only read it by creating ``-shm``.
+    """
+
+    async def factory() -> Connection:
+        p = Path(path)
+        require_file(p)
+        target, snapshot = reader_target(p)
+        conn = await open_connection(
+            target, uri=True, busy_timeout=READ_BUSY_TIMEOUT_S, snapshot=snapshot
+        )
+        # A reader needs only the columns it returns.
+        return await _checked(conn, lambda c: _check_jobs_table(c, JOB_FIELDS))
+
+    return Opening(factory)
+
+
+def connect_writer(path: StorePath, *, busy_timeout_s: float = 5.0) -> Opening:
+    """Create parent folders, open read-write, create the exact legacy schema, ``idx_jobs_status``
+    and the page index if missing (idempotent; never alters rows). Raises StoreError.
+
+    On a large existing database without the page index, creating it takes seconds to minutes
+    once (readers keep reading meanwhile)."""
+
+    async def factory() -> Connection:
+        p = Path(path)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError("the folder for the database cannot be created") from exc
+        conn = await open_connection(str(p), uri=False, busy_timeout=busy_timeout_s)
+        return await _checked(conn, _bootstrap)
+
+    return Opening(factory)
+
+
+def connect_existing_writer(path: StorePath, *, busy_timeout_s: float = 2.0) -> Opening:
     """Open an existing jobs database read-write without creating anything.
 
     Raises FileNotFoundError if the file is missing, StoreError if it is not a usable jobs
     database. ``busy_timeout_s`` bounds how long a write waits for another writer's lock.
     """
-    _require_file(path)
-    # mode=rw: never create the file, even if it disappears between the check and the open.
-    conn = _open(path.resolve().as_uri() + "?mode=rw", uri=True, timeout=busy_timeout_s)
+
+    async def factory() -> Connection:
+        p = Path(path)
+        require_file(p)
+        # mode=rw: never create the file, even if it disappears between the check and the open.
+        conn = await open_connection(
+            p.resolve().as_uri() + "?mode=rw", uri=True, busy_timeout=busy_timeout_s
+        )
+        return await _checked(conn, _check_jobs_table)
+
+    return Opening(factory)
+
+
+async def _index_names(conn: Connection) -> set[str]:
+    rows = await conn.fetchall("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
+    return {r[0] for r in rows}
+
+
+async def _bootstrap(conn: Connection, *, report: list[str] | None = None) -> None:
+    before = await _index_names(conn)
+    await conn.execute(_CREATE_JOBS)
+    await _check_jobs_table(conn)
+    await conn.execute(_CREATE_STATUS_INDEX)
+    if PAGE_INDEX_NAME not in before:
+        await _create_page_index(conn)
+    if report is not None:
+        after = await _index_names(conn)
+        for name, what in (
+            ("jobs", "table jobs"),
+            (STATUS_INDEX_NAME, f"index {STATUS_INDEX_NAME}"),
+            (PAGE_INDEX_NAME, f"index {PAGE_INDEX_NAME}"),
+        ):
+            if name in after and name not in before:
+                report.append(what)
+
+
+@dataclass
+class IndexProgress:
+    """How far a page index creation has come (written from the SQLite thread)."""
+
+    rows: int = 0
+    steps: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def fraction(self) -> float | None:
+        """Estimated share done, at most 0.99 until the index is committed."""
+        if self.rows <= 0:
+            return None
+        return min(self.steps / (self.rows * PAGE_INDEX_STEPS_PER_ROW), 0.99)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+async def _create_page_index(conn: Connection, progress: IndexProgress | None = None) -> None:
+    """Create the page index in one transaction that readers can read through until COMMIT."""
+    if progress is not None:
+        rows = await conn.fetchall("SELECT max(rowid) FROM jobs")
+        progress.rows = int(rows[0][0] or 0)
+        progress.started = time.monotonic()
+
+        def tick() -> int:
+            progress.steps += _PROGRESS_EVERY_STEPS
+            return 0
+
+        await conn.set_progress_handler(tick, _PROGRESS_EVERY_STEPS)
+    # In rollback-journal mode, spilling dirty pages to the file mid-transaction needs an
+    # exclusive lock, which would lock readers out for the rest of the build. With spilling
+    # off the index is built in memory and readers are held up only during the COMMIT.
+    await conn.execute("PRAGMA cache_spill = OFF")
     try:
-        with translate_errors():
-            _check_jobs_table(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+        async with conn.transaction():
+            await conn.execute(_CREATE_PAGE_INDEX)
+    finally:
+        if not conn.closed:
+            with anyio.CancelScope(shield=True):
+                await conn.execute("PRAGMA cache_spill = ON")
+                if progress is not None:
+                    await conn.set_progress_handler(None, 0)
 
 
-def connect_reader(path: Path) -> sqlite3.Connection:
-    """Open read-only with a `file:...?mode=ro` URI. Raises FileNotFoundError if the file is missing,
-    StoreError if it cannot be opened/read as a jobs database."""
-    _require_file(path)
-    conn = _open(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
-    try:
-        with translate_errors():
-            _check_jobs_table(conn, JOB_FIELDS)  # a reader needs only the columns it returns
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+async def has_page_index(conn: Connection) -> bool:
+    rows = await conn.fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (PAGE_INDEX_NAME,)
+    )
+    return bool(rows)
 
 
-def ensure_indexes(path: Path) -> None:
+async def create_page_index(
+    path: StorePath, *, progress: IndexProgress | None = None, busy_timeout_s: float = 60.0
+) -> bool:
+    """Create the page index (and ``idx_jobs_status``) on an existing database if missing.
+
+    Returns whether the page index was created now. Never creates the database or the table,
+    never alters rows; cancellation interrupts it and leaves the database as it was."""
+    async with connect_existing_writer(path, busy_timeout_s=busy_timeout_s) as conn:
+        await conn.execute(_CREATE_STATUS_INDEX)
+        if await has_page_index(conn):
+            return False
+        await _create_page_index(conn, progress)
+        return True
+
+
+async def ensure_indexes(path: StorePath) -> None:
     """Create idx_jobs_status and the page index on an existing database if missing.
 
     For databases written by the previous pipeline: run once so that paging stays an index scan.
     Never creates the database or the table and never alters rows.
     """
-    conn = connect_existing_writer(path, busy_timeout_s=30.0)
+    await create_page_index(path)
+
+
+@dataclass(frozen=True)
+class InitReport:
+    """What :func:`init_store` did: ``created`` names the file and objects it had to create."""
+
+    created_file: bool
+    created: tuple[str, ...]
+
+
+async def init_store(path: StorePath) -> InitReport:
+    """Create the jobs store (folders, file, the exact legacy table, ``idx_jobs_status`` and the
+    page index) where missing. Idempotent; an existing table is checked, never altered."""
+    p = Path(path)
+    existed = p.exists()
+    report: list[str] = []
+
+    async def bootstrap(conn: Connection) -> None:
+        await _bootstrap(conn, report=report)
+
     try:
-        with translate_errors():
-            conn.execute(_CREATE_STATUS_INDEX)
-            conn.execute(_CREATE_PAGE_INDEX)
-    finally:
-        conn.close()
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError("the folder for the database cannot be created") from exc
+    conn = await open_connection(str(p), uri=False, busy_timeout=30.0)
+    await _checked(conn, bootstrap)
+    await conn.close()
+    return InitReport(created_file=not existed, created=tuple(report))
 
 
-def has_page_index(conn: sqlite3.Connection) -> bool:
-    with translate_errors():
-        row = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (PAGE_INDEX_NAME,)
-        ).fetchone()
-    return row is not None
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, or a savepoint inside a caller's open transaction.
-
-    Rolls back on any exception, so the block is all or nothing.
-    """
-    if conn.in_transaction:
-        conn.execute("SAVEPOINT gateway_queue")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK TO gateway_queue")
-            conn.execute("RELEASE gateway_queue")
-            raise
-        conn.execute("RELEASE gateway_queue")
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
+# --- writing -----------------------------------------------------------------------------------
 
 _INSERT = """
 INSERT INTO jobs (job_id, title, company, description, url, location, source, status,
@@ -331,8 +407,8 @@ ON CONFLICT(url) DO NOTHING
 """
 
 
-def insert_jobs(
-    conn: sqlite3.Connection,
+async def insert_jobs(
+    conn: Connection,
     jobs: Sequence[NewJob],
     *,
     status: str = "new",
@@ -340,7 +416,7 @@ def insert_jobs(
 ) -> InsertCounts:
     """One transaction for the whole sequence: INSERT ... ON CONFLICT(url) DO NOTHING (an existing row
     is never modified), parameterized SQL, created_at = now (UTC ISO-8601), attempt_count 0.
-    All or nothing: on any error the transaction is rolled back and StoreError is raised.
+    All or nothing: on any error or cancellation the transaction is rolled back.
     Duplicates within the same sequence count as duplicates."""
     if status not in ALLOWED_STATUSES:
         raise ValueError(f"status must be one of {', '.join(ALLOWED_STATUSES)}")
@@ -363,15 +439,43 @@ def insert_jobs(
         )
         for j in jobs
     ]
-    inserted = 0
-    with translate_errors(), _transaction(conn):
-        for row in rows:
-            # rowcount is 1 for an inserted row and 0 for a conflict (DO NOTHING).
-            inserted += conn.execute(_INSERT, row).rowcount
+    async with conn.transaction():
+        # executemany sums the rows each execution changed: 1 per insert, 0 per conflict.
+        inserted = await conn.executemany(_INSERT, rows)
     return InsertCounts(inserted=inserted, duplicates=len(rows) - inserted)
 
 
-# --- Reading new jobs page by page -------------------------------------------------------------
+async def update_statuses(
+    conn: Connection, updates: Sequence[StatusUpdate], *, now: str | None = None
+) -> str:
+    """Set each job's status and updated_at in one transaction; all or nothing.
+
+    Raises MissingJobsError (nothing changed) if any id does not exist, StoreError on a database
+    problem (retryable when locked). Setting the same status again succeeds. Returns the
+    updated_at value written.
+    """
+    for u in updates:
+        if u.status not in ALLOWED_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(ALLOWED_STATUSES)}")
+    updated_at = now or utc_now()
+    ids = [u.id for u in updates]
+    async with conn.transaction():
+        placeholders = ", ".join("?" for _ in ids)
+        found = {
+            r[0]
+            for r in await conn.fetchall(f"SELECT id FROM jobs WHERE id IN ({placeholders})", ids)
+        }
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise MissingJobsError(missing)
+        await conn.executemany(
+            "UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?",
+            [(u.status, updated_at, u.id) for u in updates],
+        )
+    return updated_at
+
+
+# --- reading new jobs page by page -------------------------------------------------------------
 #
 # Order: captured_at DESC, id DESC. SQLite sorts NULL lowest, so in this order NULL captured_at
 # rows come last, after every non-NULL value; ids are unique, so the order is total. A page
@@ -379,7 +483,8 @@ def insert_jobs(
 #   - key captured_at not NULL: rows with (captured_at, id) < key (row-value comparison; a NULL
 #     captured_at makes it NULL, so those rows are excluded here), then every NULL row;
 #   - key captured_at NULL: NULL rows with id < key id.
-# Every query is a range of the page index in its own order, so no sort is needed.
+# Every query is a range of the page index in its own order (the NULL part too: captured_at IS
+# NULL is an equality on the index's second column), so no sort is needed.
 
 _COLUMNS = ", ".join(JOB_FIELDS)
 PAGE_QUERY_FIRST = (
@@ -406,54 +511,47 @@ class Keyset:
     id: int
 
 
-def _fetch(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    return conn.execute(sql, params).fetchall()
+def _check_ids(rows: list[tuple[Any, ...]]) -> None:
+    for row in rows:
+        if type(row[0]) is not int:
+            what = "no id (NULL)" if row[0] is None else "an id that is not an integer"
+            raise StoreError(
+                f"a new job in the jobs table has {what}; its id column must be the table's "
+                "INTEGER PRIMARY KEY, as the pipeline creates it: fix or remove such rows"
+            )
 
 
-def read_new_jobs_page(
-    conn: sqlite3.Connection, limit: int, after: Keyset | None = None
+async def read_new_jobs_page(
+    conn: Connection, limit: int, after: Keyset | None = None
 ) -> tuple[list[tuple[Any, ...]], bool]:
     """Up to ``limit`` rows (columns :data:`JOB_FIELDS`) with status 'new' after ``after``.
 
     Returns ``(rows, has_more)``. Reads only; raises StoreError.
     """
     want = limit + 1  # one extra row tells us whether another page exists
-    with translate_errors():
-        if after is None:
-            rows = _fetch(conn, PAGE_QUERY_FIRST, (want,))
-        elif after.captured_at is None:
-            rows = _fetch(conn, PAGE_QUERY_NULLS, (after.id, want))
-        else:
-            rows = _fetch(conn, PAGE_QUERY_AFTER_VALUE, (after.captured_at, after.id, want))
-            if len(rows) < want:
-                rows += _fetch(conn, PAGE_QUERY_NULLS, (_NO_ID_BOUND, want - len(rows)))
+    if after is None:
+        rows = await conn.fetchall(PAGE_QUERY_FIRST, (want,))
+    elif after.captured_at is None:
+        rows = await conn.fetchall(PAGE_QUERY_NULLS, (after.id, want))
+    else:
+        rows = await conn.fetchall(PAGE_QUERY_AFTER_VALUE, (after.captured_at, after.id, want))
+        if len(rows) < want:
+            rows += await conn.fetchall(PAGE_QUERY_NULLS, (_NO_ID_BOUND, want - len(rows)))
+    _check_ids(rows)
     return rows[:limit], len(rows) > limit
 
 
-def update_statuses(
-    conn: sqlite3.Connection, updates: Sequence[StatusUpdate], *, now: str | None = None
-) -> str:
-    """Set each job's status and updated_at in one transaction; all or nothing.
+async def read_new_jobs(
+    path: StorePath, limit: int, after: Keyset | None = None
+) -> tuple[list[tuple[Any, ...]], bool]:
+    """Open ``path`` read-only, read one page (:func:`read_new_jobs_page`), close it.
 
-    Raises MissingJobsError (nothing changed) if any id does not exist, StoreError on a database
-    problem (retryable when locked). Setting the same status again succeeds. Returns the
-    updated_at value written.
-    """
-    for u in updates:
-        if u.status not in ALLOWED_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(ALLOWED_STATUSES)}")
-    updated_at = now or utc_now()
-    ids = [u.id for u in updates]
-    with translate_errors(), _transaction(conn):
-        placeholders = ", ".join("?" for _ in ids)
-        found = {
-            r[0] for r in conn.execute(f"SELECT id FROM jobs WHERE id IN ({placeholders})", ids)
-        }
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise MissingJobsError(missing)
-        conn.executemany(
-            "UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?",
-            [(u.status, updated_at, u.id) for u in updates],
-        )
-    return updated_at
+    A lock-free read that met a concurrent checkpoint is read again once."""
+    for attempt in range(2):
+        try:
+            async with connect_reader(path) as conn:
+                return await read_new_jobs_page(conn, limit, after)
+        except SnapshotChanged:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway_queue import store
 
@@ -21,6 +24,33 @@ CREATE TABLE jobs (
     last_error TEXT);
 CREATE INDEX idx_jobs_status ON jobs(status);
 """
+
+
+T = TypeVar("T")
+
+
+def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Run a store coroutine to the end from sync or async test code (own thread, own loop)."""
+
+    async def main() -> T:
+        return await fn(*args)
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+def store_threads(wait: float = 2.0) -> list[threading.Thread]:
+    """The store's connection threads (aiosqlite) still alive after up to ``wait`` seconds."""
+    found = [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]
+    for thread in found:
+        thread.join(wait)
+    return [t for t in found if t.is_alive()]
+
+
+def init_db(path: Path) -> Path:
+    """A database created by the store itself (``init_store``: schema and both indexes)."""
+    run_async(store.init_store, path)
+    return path
 
 
 def legacy_db(path: Path) -> Path:

@@ -12,6 +12,7 @@ from gwq_testutil import (
     DB_REL,
     add_rows,
     as_jobs,
+    init_db,
     legacy_db,
     new_jobs_in_order,
     open_fds_to,
@@ -25,7 +26,7 @@ from gateway.testing import assert_plugin_conforms, gateway_client, tool_error
 def db(tmp_path):
     """The default database, created by the store's writer (schema + indexes)."""
     path = tmp_path / DB_REL
-    store.connect_writer(path).close()
+    init_db(path)
     return path
 
 
@@ -270,7 +271,7 @@ async def test_unusable_files_are_db_error_with_the_reason_and_no_sql_or_absolut
 @pytest.mark.anyio
 async def test_corrupt_pages_are_db_error(gateway_factory, tmp_path):
     path = tmp_path / "corrupt.db"
-    store.connect_writer(path).close()
+    init_db(path)
     add_rows(path, [{"status": "new", "description": "x" * 3000} for _ in range(50)])
     data = bytearray(path.read_bytes())
     page = 4096
@@ -301,7 +302,7 @@ async def test_db_path_setting_and_env_var_choose_the_database(gateway_factory, 
     a = tmp_path / "a.db"
     b = tmp_path / "b.db"
     for path, title in ((a, "from setting"), (b, "from env")):
-        store.connect_writer(path).close()
+        init_db(path)
         add_rows(path, [{"status": "new", "title": title}])
     gw = gateway_factory(plugins=["queue"], plugin_config={"queue": {"db_path": "a.db"}})
     async with gw:
@@ -404,7 +405,7 @@ def test_compact_output_schema_accepts_and_rejects_exactly_what_the_model_schema
 @pytest.mark.anyio
 async def test_a_symlink_inside_the_root_pointing_outside_is_refused(gateway_factory, tmp_path):
     outside = tmp_path.parent / f"{tmp_path.name}-target.db"
-    store.connect_writer(outside).close()
+    init_db(outside)
     (tmp_path / "link.db").symlink_to(outside)
     before = snapshot(outside)
     gw = gateway_factory(plugins=["queue"])
@@ -417,3 +418,41 @@ async def test_a_symlink_inside_the_root_pointing_outside_is_refused(gateway_fac
     assert result.code == update.code == "VALIDATION_ERROR"
     assert snapshot(outside) == before
     outside.unlink()
+
+
+@pytest.mark.anyio
+async def test_a_legacy_row_with_a_null_id_is_db_error_naming_the_problem(
+    gateway_factory, tmp_path
+):
+    from gwq_testutil import LEGACY_DDL
+
+    path = tmp_path / "noid.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(LEGACY_DDL.replace("id INTEGER PRIMARY KEY AUTOINCREMENT", "id INTEGER"))
+        conn.execute("INSERT INTO jobs (url, payload_json, created_at) VALUES ('u', '{}', 'x')")
+    conn.close()
+    gw = gateway_factory(plugins=["queue"])
+    async with gw:
+        result = await read(gw, db_path="noid.db")
+    assert result.code == "DB_ERROR", result.payload
+    assert "no id (NULL)" in result.payload["error"]["message"]
+
+
+@pytest.mark.anyio
+async def test_a_path_component_over_255_bytes_is_a_validation_error(gateway_factory, tmp_path):
+    long_name = "x" * 300
+    gw = gateway_factory(plugins=["queue"])
+    async with gw:
+        results = [
+            await read(gw, db_path=f"data/{long_name}/jobs.db"),
+            await read(gw, db_path=f"{long_name}.db"),
+            await gw.call(
+                "bulk_update_job_status",
+                {"updates": [{"id": 1, "status": "new"}], "db_path": f"{long_name}.db"},
+            ),
+        ]
+    for result in results:
+        assert result.code == "VALIDATION_ERROR", result.payload
+        message = result.payload["error"]["message"]
+        assert message.startswith("db_path: not a usable path (File name too long")
+        assert "255 bytes" in message and long_name not in message

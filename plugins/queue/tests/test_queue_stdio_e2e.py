@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import anyio
 import pytest
-from gateway_queue import store
-from gwq_testutil import DB_REL, add_rows, as_jobs, new_jobs_in_order
+from gwq_testutil import DB_REL, add_rows, as_jobs, init_db, new_jobs_in_order
 from mcp import Client, StdioServerParameters
 
 from gateway.testing import tool_error
@@ -32,7 +32,7 @@ def server(tmp_path, **env: str) -> StdioServerParameters:
 @pytest.mark.anyio
 async def test_triage_loop_over_stdio_drains_every_new_job_once(tmp_path):
     db = tmp_path / DB_REL
-    store.connect_writer(db).close()
+    init_db(db)
     times = ["2025-01-03", None, "2025-01-01", "2025-01-03", "2025-01-02", None]
     add_rows(
         db, [{"status": "new", "captured_at": t, "title": f"t{i}"} for i, t in enumerate(times * 4)]
@@ -89,3 +89,23 @@ async def test_stdio_missing_database_is_db_not_found(tmp_path):
     assert error["code"] == "DB_NOT_FOUND"
     assert "data/none.db" in error["message"] and str(tmp_path) not in error["message"]
     assert not (tmp_path / "data").exists()
+
+
+def test_health_on_a_fresh_checkout_reports_the_missing_database_and_exits_0(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_GATEWAY_", "JOBS_DB"))}
+    env["MCP_GATEWAY_PLUGINS"] = "queue"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "health", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    (check,) = [c for c in report["checks"] if c["check"] == "jobs_db"]
+    assert check["status"] == "uninitialized"
+    assert "python -m gateway_queue init" in check["detail"]
+    assert report["ok"] is True
+    assert list(tmp_path.iterdir()) == []  # nothing was created

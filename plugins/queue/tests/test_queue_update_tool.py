@@ -9,8 +9,7 @@ import sqlite3
 
 import anyio
 import pytest
-from gateway_queue import store
-from gwq_testutil import DB_REL, add_rows, all_rows, legacy_db, open_fds_to
+from gwq_testutil import DB_REL, add_rows, all_rows, init_db, legacy_db, open_fds_to
 
 from gateway.testing import gateway_client
 
@@ -181,7 +180,7 @@ async def test_duplicate_ids_are_refused_naming_the_item_indexes(gateway_factory
 @pytest.mark.anyio
 async def test_exactly_100_updates_are_accepted(gateway_factory, tmp_path):
     path = tmp_path / DB_REL
-    store.connect_writer(path).close()
+    init_db(path)
     ids = add_rows(path, [{"status": "new"} for _ in range(100)])
     gw = gateway_factory(plugins=["queue"])
     async with gw:
@@ -316,3 +315,19 @@ async def test_mutation_is_audited_and_announced_to_clients(gateway_factory, db,
         "STARTED",
         "OK",
     ]
+
+
+@pytest.mark.anyio
+async def test_an_update_that_times_out_is_interrupted_and_applies_nothing(gateway_factory, db):
+    from gwq_testutil import store_threads
+    from test_queue_store import slow_updates
+
+    slow_updates(db)  # every row's UPDATE now takes a noticeable time
+    before = all_rows(db)
+    gw = gateway_factory(plugins=["queue"], default_timeout=0.4)
+    async with gw:
+        result = await update(gw, [{"id": i, "status": "reject"} for i in range(1, 11)])
+        assert store_threads() == []  # the statement stopped with the call, not after it
+    assert result.code == "TIMEOUT", result.payload
+    assert all_rows(db) == before
+    assert open_fds_to(db) == 0

@@ -76,18 +76,17 @@ def fetch_and_clean(source: JobSource, args: ScrapeArgs, term: str, *, now: str)
     )
 
 
-def bootstrap_db(path: Path) -> None:
+async def bootstrap_db(path: Path) -> None:
     """Create the folders, the file and the schema if missing (idempotent)."""
-    connect_writer(path).close()
+    async with connect_writer(path):
+        pass
 
 
-def insert_term(path: Path, jobs: Sequence[NewJob], status: str) -> InsertCounts:
-    """One transaction for the whole term: all of its new rows or none of them."""
-    conn = connect_writer(path)
-    try:
-        return insert_jobs(conn, jobs, status=status)
-    finally:
-        conn.close()
+async def insert_term(path: Path, jobs: Sequence[NewJob], status: str) -> InsertCounts:
+    """One transaction for the whole term: all of its new rows or none of them (a cancelled
+    call interrupts it and rolls it back)."""
+    async with connect_writer(path) as conn:
+        return await insert_jobs(conn, jobs, status=status)
 
 
 def db_error(what: str, exc: StoreError) -> GatewayError:
@@ -131,7 +130,7 @@ class Run:
         deadline = anyio.current_time() + time_budget(self.time_limit)
         if not args.dry_run:
             try:
-                await ctx.run_sync(bootstrap_db, self.db_path)
+                await bootstrap_db(self.db_path)
             except StoreError as exc:
                 raise db_error("the jobs database could not be opened or created", exc) from None
 
@@ -211,21 +210,18 @@ class Run:
         if args.save_capture_json:
             await self.write_capture(result, fetched, index, term, run_id)
         if not args.dry_run and fetched.jobs:
-            # Shielded: once a term's insert starts it finishes and is reported, even if the
-            # call is being cancelled; the transaction makes it all or nothing anyway.
-            with anyio.CancelScope(shield=True):
-                try:
-                    counts = await ctx.run_sync(
-                        insert_term, self.db_path, fetched.jobs, args.status
-                    )
-                except StoreError as exc:
-                    done = sum(1 for r in committed if r.inserted_count)
-                    raise db_error(
-                        f"inserting term {index} ({term[:60]!r}) failed and wrote nothing; "
-                        f"the rows of {done} earlier term(s) are committed and a rerun counts "
-                        "them as duplicates",
-                        exc,
-                    ) from None
+            # One transaction: if the call is cancelled or times out meanwhile, the insert is
+            # interrupted and rolled back, so the term is written whole or not at all.
+            try:
+                counts = await insert_term(self.db_path, fetched.jobs, args.status)
+            except StoreError as exc:
+                done = sum(1 for r in committed if r.inserted_count)
+                raise db_error(
+                    f"inserting term {index} ({term[:60]!r}) failed and wrote nothing; "
+                    f"the rows of {done} earlier term(s) are committed and a rerun counts "
+                    "them as duplicates",
+                    exc,
+                ) from None
             result.inserted_count = counts.inserted
             result.duplicate_count = counts.duplicates
         return result

@@ -80,3 +80,40 @@ def test_an_invalid_setting_skips_the_plugin_with_the_reason(gateway_factory):
 def test_the_time_limit_can_come_from_the_environment(gateway_factory):
     gw = gateway_factory(plugins=["scrape"], env={"MCP_GATEWAY_SCRAPE_TIMEOUT": "45"})
     assert next(t for t in gw.registry.all() if t.name == "scrape_jobs").spec.timeout == 45
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_during_an_insert_rolls_that_term_back_whole(
+    scrape_gateway, tmp_path
+):
+    import sqlite3
+
+    from gateway_queue import store
+
+    db = tmp_path / DB
+    await store.init_store(db)
+    with sqlite3.connect(db) as conn:  # every inserted row now takes a noticeable time
+        conn.execute("CREATE TABLE slow (x)")
+        conn.executemany("INSERT INTO slow VALUES (?)", [(i,) for i in range(220)])
+        conn.execute(
+            "CREATE TRIGGER slow_insert AFTER INSERT ON jobs BEGIN "
+            "SELECT count(*) FROM slow a, slow b, slow c; END"
+        )
+    fetched_b = threading.Event()
+    source = RecordedSource(
+        {"a": postings(0, 2), "b": postings(10, 40)},
+        on_fetch=lambda term: fetched_b.set() if term == "b" else None,
+    )
+    gw = scrape_gateway(source)
+    async with gw, anyio.create_task_group() as tg:
+
+        async def cancel_during_b_insert() -> None:
+            while not fetched_b.is_set():
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.4)  # b's 40 rows take seconds to insert
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(cancel_during_b_insert)
+        await gw.call("scrape_jobs", {**OFFLINE, "terms": ["a", "b"]})
+    assert tg.cancel_scope.cancelled_caught
+    assert [t for (t,) in rows(db, "title")] == ["Engineer 0", "Engineer 1"]  # a only, b none
