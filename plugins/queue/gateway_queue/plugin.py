@@ -29,10 +29,12 @@ from gateway import (
 
 from . import store
 from .cursor import MAX_CURSOR_CHARS, CursorError, decode_cursor, encode_cursor
+from .indexing import BackgroundIndex
 
 MAX_READ_LIMIT = 1000
 MAX_UPDATES = 100
 MAX_NOTES_CHARS = 2000
+_INDEX = "page_index"  # plugin.resources key of the BackgroundIndex
 Status = Literal["new", "shortlist", "reviewed", "reject", "resume_written", "applied"]
 
 
@@ -47,6 +49,12 @@ class Settings(BaseModel):
         "JOBS_DB_BUSY_TIMEOUT",
         default=2.0,
         description="Seconds a status update keeps retrying while another writer holds the lock.",
+    )
+    auto_index: bool = env_field(
+        "JOBS_DB_AUTO_INDEX",
+        default=True,
+        description="Create the page index of db_path in the background when it is missing "
+        "(never in a read-only deployment).",
     )
 
     @field_validator("busy_timeout")
@@ -166,6 +174,17 @@ def _db_error(ctx: ToolContext[Settings], path: Path, exc: BaseException) -> Gat
     advice = (
         "retry in a few seconds" if exc.retryable else "check the file, or pass another db_path"
     )
+    builder = ctx.resources.get(_INDEX)
+    if (
+        exc.retryable
+        and isinstance(builder, BackgroundIndex)
+        and builder.building
+        and builder.path == path
+    ):
+        advice = (
+            "the gateway is creating the page index of this database in the background "
+            f"({builder.progress_text()}; gateway_status shows it); retry in a minute"
+        )
     return GatewayError(
         ErrorCode.DB_ERROR,
         f"jobs database {shown} cannot be used: {exc.reason}; {advice}",
@@ -374,9 +393,39 @@ def register_health_checks(register: Any, plugin: PluginContext[Settings]) -> No
             return f"{shown} readable but not writable: status updates will fail"
         if indexed:
             return f"{shown} ok"
+        builder = plugin.resources.get(_INDEX)
+        if isinstance(builder, BackgroundIndex) and builder.path == path:
+            return f"{shown} ok; {builder.describe()}"
+        why = (
+            "the deployment is read-only, so the gateway does not create it"
+            if plugin.read_only
+            else "automatic creation is off (auto_index)"
+        )
         return (
-            f"{shown} ok; page index missing, so pages are slower; run: "
+            f"{shown} ok; page index missing, so pages are slower ({why}); run: "
             f"python -m gateway_queue ensure-indexes --db {shown}"
         )
 
     register(HealthCheck(name="jobs_db", check=jobs_db))
+
+
+@hookimpl
+def open_resources(plugin: PluginContext[Settings]) -> None:
+    # Creating an index writes to the user's file: only when the deployment may write.
+    if plugin.read_only or not plugin.settings.auto_index:
+        return
+    try:
+        path = plugin.resolve_data_path(plugin.settings.db_path, field_name="db_path")
+    except GatewayError as exc:  # a bad setting shows in the health check; nothing to index
+        plugin.logger.warning("page index: %s", exc.message)
+        return
+    builder = BackgroundIndex(path, plugin.display_path(path), plugin.logger)
+    plugin.resources[_INDEX] = builder
+    builder.start()
+
+
+@hookimpl
+async def close_resources(plugin: PluginContext[Settings]) -> None:
+    builder = plugin.resources.pop(_INDEX, None)
+    if isinstance(builder, BackgroundIndex):
+        await builder.stop()

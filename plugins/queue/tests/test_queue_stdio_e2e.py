@@ -7,9 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import anyio
 import pytest
+from gateway_queue import store
 from gwq_testutil import DB_REL, add_rows, as_jobs, init_db, new_jobs_in_order
 from mcp import Client, StdioServerParameters
 
@@ -89,6 +91,41 @@ async def test_stdio_missing_database_is_db_not_found(tmp_path):
     assert error["code"] == "DB_NOT_FOUND"
     assert "data/none.db" in error["message"] and str(tmp_path) not in error["message"]
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.e2e
+@pytest.mark.anyio
+async def test_a_served_gateway_answers_at_once_then_indexes_a_legacy_database(tmp_path):
+    from test_queue_background_index import indexes, legacy_queue
+
+    db = legacy_queue(tmp_path / DB_REL, 300_000)
+    with anyio.fail_after(120):
+        started = time.monotonic()
+        # Health results are cached briefly, so that gateway_status shows the build's progress.
+        params = server(tmp_path, MCP_GATEWAY_HEALTH_CACHE_SECONDS="0.2")
+        async with Client(params, mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            ready = time.monotonic() - started
+            assert "bulk_read_new_jobs" in names
+            # Not built yet: it starts a few seconds after start-up, never during it.
+            assert store.PAGE_INDEX_NAME not in indexes(db)
+            detail, seen = "", []
+            while not detail.endswith("jobs.db ok"):
+                await anyio.sleep(0.25)
+                status = await client.call_tool("gateway_status", {})
+                (check,) = [
+                    c
+                    for p in status.structured_content["plugins"]
+                    for c in p["health"]
+                    if c["check"] == "jobs_db"
+                ]
+                detail = check["detail"]
+                seen.append(detail)
+            page = await client.call_tool("bulk_read_new_jobs", {"limit": 3})
+            assert page.structured_content["count"] == 3
+    assert store.PAGE_INDEX_NAME in indexes(db)
+    assert ready < 10, ready
+    assert any("the gateway creates it in the background" in d for d in seen), seen
 
 
 def test_health_on_a_fresh_checkout_reports_the_missing_database_and_exits_0(tmp_path):
