@@ -2,7 +2,8 @@
 
 Nothing heavy is imported here: python-jobspy, pandas and numpy load on the first real scrape.
 The source of postings is ``plugin.resources["source"]`` (python-jobspy unless something else
-was put there, as the tests do with a :class:`~gateway_scrape.sources.RecordedSource`).
+was put there, as the tests do with a :class:`~gateway_scrape.sources.RecordedSource`), and the
+preflight's DNS resolver ``plugin.resources["resolve"]`` (the system's, unless replaced).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 from gateway import HealthCheck, Mutation, PluginContext, Tier, ToolContext, ToolSpec, hookimpl
 
 from .models import MAX_TERMS, ScrapeArgs, ScrapeResult, Settings
+from .preflight import resolve_host
 from .run import Run, default_source
 
 DESCRIPTION = (
@@ -33,7 +35,14 @@ DESCRIPTION = (
 async def scrape_jobs(args: ScrapeArgs, ctx: ToolContext[Settings]) -> ScrapeResult:
     resources = ctx.resources
     source = resources.get("source") or default_source(ctx.settings)
-    run = Run(args, ctx, source, ctx.sanitize, time_limit=ctx.settings.timeout_seconds)
+    run = Run(
+        args,
+        ctx,
+        source,
+        ctx.sanitize,
+        time_limit=ctx.settings.timeout_seconds,
+        resolve=resources.get("resolve") or resolve_host,
+    )
     return await run.execute()
 
 

@@ -20,7 +20,8 @@ Sleeper = Callable[[float], Awaitable[None]]
 ATTEMPT_TIMEOUT_S = 10.0
 
 
-async def _resolve(host: str, port: int) -> Any:
+async def resolve_host(host: str, port: int) -> Any:
+    """The real resolver: the system's getaddrinfo, off the event loop."""
     return await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
@@ -43,7 +44,7 @@ async def preflight(
     attempts: int,
     sleep_seconds: float,
     backoff: float,
-    resolve: Resolver = _resolve,
+    resolve: Resolver = resolve_host,
     sleep: Sleeper = anyio.sleep,
 ) -> PreflightResult:
     """Resolve ``host`` up to ``attempts`` times, sleeping per :func:`backoff_delays` between

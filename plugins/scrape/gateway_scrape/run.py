@@ -4,6 +4,9 @@ Per term: preflight (DNS, retried) → fetch (source, off the event loop) → no
 filter → capture file → insert (one transaction). A failed preflight or fetch marks the term
 failed and the run goes on; a database failure stops the run with ``DB_ERROR`` (terms already
 committed stay, the failing term wrote nothing, and a rerun skips what is there).
+
+The preflight's outcome holds for the whole run: a host that failed every attempt fails the
+following terms at once with the same reason, and a host that resolved is not checked again.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from gateway_queue.store import InsertCounts, NewJob, StoreError, connect_writer
 from gateway import ErrorCode, GatewayError, ToolContext
 
 from .capture import capture_document, capture_name, describe_os_error, write_json_atomic
-from .models import ScrapeArgs, ScrapeResult, Settings, TermResult, totals_of
+from .models import ScrapeArgs, ScrapeResult, Settings, TermResult, Totals, totals_of
 from .normalize import clean, iso_utc, jsonable_record, utc_now_iso
-from .preflight import preflight
+from .preflight import PreflightResult, Resolver, preflight, resolve_host
+from .reasons import short_reason
 from .sources import JobSource, JobSpySource, SourceError
 
 #: Terms still running this long before the tool's time limit (at most a quarter of it) are
@@ -111,12 +115,15 @@ class Run:
         sanitize: Sanitize,
         *,
         time_limit: float,
+        resolve: Resolver = resolve_host,
     ) -> None:
         self.args = args
         self.ctx = ctx
         self.source = source
         self.sanitize = sanitize
         self.time_limit = time_limit
+        self.resolve = resolve
+        self.preflights: dict[str, PreflightResult] = {}  # host -> outcome, for this run
         plugin = ctx.plugin
         # Path checks are validation: they fail before any network or database work.
         self.db_path = plugin.resolve_data_path(args.db_path, field_name="db_path")
@@ -153,14 +160,16 @@ class Run:
             )
 
         finished = datetime.now(UTC)
+        totals = totals_of(results)
         return ScrapeResult(
+            summary=summary_of(results, totals, args.dry_run),
             run_id=run_id,
             started_at=iso_utc(started),
             finished_at=iso_utc(finished),
             duration_ms=round((time.perf_counter() - clock) * 1000),
             dry_run=args.dry_run,
             results=results,
-            totals=totals_of(results),
+            totals=totals,
         )
 
     async def run_term(
@@ -171,12 +180,7 @@ class Run:
         fetched: Fetched | None = None
         with anyio.move_on_after(budget) as scope:
             if args.preflight_host:
-                check = await preflight(
-                    args.preflight_host,
-                    attempts=args.retry_count,
-                    sleep_seconds=args.retry_sleep_seconds,
-                    backoff=args.retry_backoff,
-                )
+                check = await self.preflight(args.preflight_host)
                 if not check.ok:
                     result.error = check.reason
                     ctx.logger.warning("scrape term %d %s", index, check.reason)
@@ -185,9 +189,9 @@ class Run:
             try:
                 fetched = await ctx.run_sync(fetch_and_clean, self.source, args, term, now=now)
             except SourceError as exc:
-                result.error = f"scrape failed: {self.sanitize(str(exc))}"
+                result.error = "scrape failed: " + short_reason(str(exc), self.sanitize)
             except Exception as exc:  # any board or library failure stays with its term
-                detail = self.sanitize(f"{type(exc).__name__}: {exc}")
+                detail = short_reason(f"{type(exc).__name__}: {exc}", self.sanitize)
                 result.error = f"scrape failed: {detail}"
             if result.error:
                 ctx.logger.warning("scrape term %d %s", index, result.error)
@@ -204,7 +208,7 @@ class Run:
         result.cleaned_count = len(fetched.jobs)
         result.skipped_no_url = fetched.skipped_no_url
         result.skipped_no_description = fetched.skipped_no_description
-        result.warnings = [self.sanitize(w) for w in fetched.warnings]
+        result.warnings = [short_reason(w, self.sanitize) for w in fetched.warnings]
 
         # Capture and database are independent: either may fail without touching the other.
         if args.save_capture_json:
@@ -226,6 +230,21 @@ class Run:
             result.duplicate_count = counts.duplicates
         return result
 
+    async def preflight(self, host: str) -> PreflightResult:
+        """The host's DNS check, once per run: its outcome holds for every later term."""
+        known = self.preflights.get(host)
+        if known is None:
+            args = self.args
+            known = await preflight(
+                host,
+                attempts=args.retry_count,
+                sleep_seconds=args.retry_sleep_seconds,
+                backoff=args.retry_backoff,
+                resolve=self.resolve,
+            )
+            self.preflights[host] = known
+        return known
+
     async def write_capture(
         self, result: TermResult, fetched: Fetched, index: int, term: str, run_id: str
     ) -> None:
@@ -246,6 +265,23 @@ class Run:
             self.ctx.logger.warning("scrape term %d %s", index, result.capture_error)
         else:
             result.capture_path = self.ctx.plugin.display_path(path)
+
+
+def summary_of(results: list[TermResult], totals: Totals, dry_run: bool) -> str:
+    """One sentence for the top of the result; a run where every term failed says so first."""
+    count = len(results)
+    if count and totals.failed_terms == count:
+        reasons = list(dict.fromkeys(r.error or "unknown reason" for r in results))
+        why = reasons[0] if len(reasons) == 1 else f"{reasons[0]} (and other reasons, see results)"
+        which = "The only term" if count == 1 else f"All {count} terms"
+        return f"{which} failed; nothing was scraped or written. {why}"
+    done = "would be offered (dry run)" if dry_run else "inserted"
+    count_done = totals.cleaned_count if dry_run else totals.inserted_count
+    failed = f", {totals.failed_terms} failed (see results)" if totals.failed_terms else ""
+    return (
+        f"{totals.successful_terms} of {count} terms scraped{failed}: {count_done} new jobs "
+        f"{done}, {totals.duplicate_count} duplicates."
+    )
 
 
 def _summary(result: TermResult, dry_run: bool) -> str:

@@ -118,8 +118,8 @@ class JobSpySource:
 
 
 def _one_line(message: Any) -> str:
-    text = " ".join(str(message).split())
-    return text[:300]
+    # Not cut here: the tool shortens the whole reason between words, keeping its cause.
+    return " ".join(str(message).split())
 
 
 class RecordedSource:
