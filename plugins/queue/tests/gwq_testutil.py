@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway_queue import store
+from gateway_queue.connection import running_connections
 
 DB_REL = "data/capture/jobs.db"
 
@@ -39,12 +40,13 @@ def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         return pool.submit(asyncio.run, main()).result()
 
 
-def store_threads(wait: float = 2.0) -> list[threading.Thread]:
-    """The store's connection threads (aiosqlite) still alive after up to ``wait`` seconds."""
-    found = [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]
-    for thread in found:
-        thread.join(wait)
-    return [t for t in found if t.is_alive()]
+def busy_store_threads(wait: float = 2.0) -> int:
+    """How many store connections still have a thread serving them, after up to ``wait`` s
+    for them to finish (a closed connection's thread goes back to the pool, idle)."""
+    deadline = time.monotonic() + wait
+    while running_connections() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return running_connections()
 
 
 def init_db(path: Path) -> Path:
