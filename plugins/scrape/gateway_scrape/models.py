@@ -176,9 +176,7 @@ class Totals(BaseModel):
 
 
 class ScrapeResult(BaseModel):
-    summary: str = Field(
-        description="What the run did, in one sentence; says first when every term failed."
-    )
+    summary: str = Field(description="What the run did, in one sentence.")
     run_id: str
     started_at: str
     finished_at: str
