@@ -91,8 +91,8 @@ def git_head() -> str:
     out = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     )
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
+    dirty = subprocess.run(  # results files are what a run writes: not "uncommitted changes"
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"],
         cwd=ROOT,
         capture_output=True,
         text=True,
