@@ -126,6 +126,7 @@ def drop_file_cache(path: Path) -> None:
     except OSError:
         return
     try:
+        os.fsync(fd)  # dirty pages cannot be dropped: write them first
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     except (AttributeError, OSError):
         pass
