@@ -1,6 +1,6 @@
 """Scrape plugin benchmark: ingest into the jobs store, and the cost of importing jobspy.
 
-    .venv/bin/python bench/scrape_ingest.py            # 100,000 records, 3 rounds, 5 import runs
+    .venv/bin/python bench/scrape_ingest.py            # 100,000 records, 5 rounds, 5 import runs
     .venv/bin/python bench/scrape_ingest.py --records 20000 --rounds 1 --import-runs 3
 
 Ingest: N records shaped like the legacy ones (python-jobspy rows with ~3 KB descriptions, see
@@ -20,7 +20,8 @@ untimed:
   one transaction, into the same schema as the plugin (both indexes).
 
 One warm-up round of every method is discarded; then every round runs all four, the order
-rotated each round. Targets: the plugin >= 0.9 x raw ``executemany`` (issue 16) and within 10 %
+rotated each round. Dirty pages are flushed (``sync``) before each timed insert, so that no
+method pays for the write-back of the previous one's 800 MB. Targets: the plugin >= 0.9 x raw ``executemany`` (issue 16) and within 10 %
 of the previous store (issue 14), on new records; medians.
 
 Import: ``python -c "import jobspy"`` vs ``python -c pass`` (and the plugin module itself), in
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import os
 import random
 import sqlite3
 import statistics
@@ -197,14 +199,17 @@ def one_round(method: str, jobs: list[store.NewJob]) -> tuple[float, float, floa
         db = Path(tmp) / "capture" / "jobs.db"
         db.parent.mkdir(parents=True)
         prepare(db)
+        os.sync()  # no write-back of an earlier round's 800 MB during this one
         t0 = time.perf_counter()
         first = insert(db, jobs)
         t1 = time.perf_counter()
-        again = insert(db, jobs)
+        os.sync()
         t2 = time.perf_counter()
+        again = insert(db, jobs)
+        t3 = time.perf_counter()
         assert (first, again) == (len(jobs), 0), (method, first, again)
         size = db.stat().st_size / 1e6
-    return t1 - t0, t2 - t1, size
+    return t1 - t0, t3 - t2, size
 
 
 def bench_ingest(n: int, rounds: int) -> dict[str, Any]:
@@ -359,7 +364,7 @@ def report(ingest: dict[str, Any], imports: dict[str, list[float]], argv: list[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
+    parser.add_argument("--rounds", type=int, default=5, help="measured rounds (median)")
     parser.add_argument("--import-runs", type=int, default=5)
     opts = parser.parse_args()
     argv = sys.argv[1:]
