@@ -35,8 +35,15 @@ def test_queue_plugin_conforms(tmp_path, db):
 
 
 def test_queue_plugin_conforms_without_a_database(tmp_path):
-    assert_plugin_conforms("queue", cwd=tmp_path)
+    assert_plugin_conforms("queue", cwd=str(tmp_path))  # a str works as well as a Path
     assert not (tmp_path / DB_REL).exists()
+
+
+def test_make_gateway_takes_a_str_working_directory(tmp_path):
+    from gateway.testing import make_gateway
+
+    gw = make_gateway(plugins=["queue"], cwd=str(tmp_path), env={})
+    assert gw.plugin("queue").context.data_roots == (tmp_path.resolve(),)
 
 
 async def read(gw, **args):
