@@ -285,7 +285,10 @@ class Connection:
         except BaseException:
             if self.in_transaction:
                 with anyio.CancelScope(shield=True):
-                    await self.execute("ROLLBACK")
+                    try:
+                        await self.execute("ROLLBACK")
+                    except StoreError as exc:  # the original error matters more
+                        log.warning("rolling back a jobs database transaction failed: %s", exc)
             raise
 
 
