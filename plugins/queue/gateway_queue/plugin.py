@@ -167,8 +167,8 @@ def _db_error(ctx: ToolContext[Settings], path: Path, exc: BaseException) -> Gat
     if isinstance(exc, FileNotFoundError):
         return GatewayError(
             ErrorCode.DB_NOT_FOUND,
-            f"jobs database not found at {shown}; run the scrape step first, "
-            "or pass db_path pointing to an existing jobs database",
+            f"jobs database not found at {shown}; run the scrape step first (or python -m "
+            "gateway_queue init for an empty one), or pass db_path of an existing jobs database",
         )
     assert isinstance(exc, store.StoreError)
     advice = (
