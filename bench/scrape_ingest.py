@@ -268,7 +268,9 @@ def _rate(n: int, seconds: float) -> float:
     return n / seconds if seconds > 0 else float("inf")
 
 
-def report(ingest: dict[str, Any], imports: dict[str, list[float]], argv: list[str]) -> str:
+def report(
+    ingest: dict[str, Any], imports: dict[str, list[float]], argv: list[str], machine_facts: str
+) -> str:
     n = ingest["n"]
     first, again = ingest["first"], ingest["again"]
     vs_raw = first["raw executemany"] / first["plugin"]  # plugin rows/s over raw rows/s
@@ -289,7 +291,7 @@ def report(ingest: dict[str, Any], imports: dict[str, list[float]], argv: list[s
         "",
         f"Written by `bench/scrape_ingest.py` (method in its docstring). Rerun: `{cmd}`",
         "",
-        f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine()}; {versions}",
+        f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine_facts}; {versions}",
         f"- Records: {n:,}, descriptions {ingest['avg_desc']:,.0f} characters and "
         f"`payload_json` {ingest['avg_payload']:,.0f} characters on average (measured on the "
         "normalized rows); verdicts on unrounded ratios.",
@@ -369,9 +371,10 @@ def main() -> int:
     opts = parser.parse_args()
     argv = sys.argv[1:]
     (ROOT / "bench" / ".work").mkdir(parents=True, exist_ok=True)
+    machine_facts = machine()  # the load average before the run
     ingest = bench_ingest(opts.records, opts.rounds)
     imports = bench_imports(opts.import_runs)
-    text = report(ingest, imports, argv)
+    text = report(ingest, imports, argv, machine_facts)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text, encoding="utf-8")
     print(text)
