@@ -150,3 +150,33 @@ def test_a_rollback_journal_database_is_read_through_a_shared_lock_only(tmp_path
     target, snapshot = reader_target(db)
     assert target.endswith("?mode=ro") and snapshot is None
     assert os.listdir(tmp_path) == ["jobs.db"]
+
+
+# A writer killed mid-transaction leaves a hot journal; only a writer may roll it back.
+KILLED_WRITER = textwrap.dedent(
+    """
+    import os, signal, sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("PRAGMA cache_size = 1")  # spill to the file, so the journal is needed
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO jobs (url, payload_json, created_at) VALUES (?, '{}', 'x')",
+        [(f"killed-{i}",) for i in range(2000)],
+    )
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+async def test_a_hot_journal_is_refused_with_the_way_out_and_left_alone(gateway_factory, tmp_path):
+    db = init_db(tmp_path / DB_REL)
+    add_rows(db, [{"status": "new"}])
+    subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db)], check=False)
+    assert (db.parent / "jobs.db-journal").is_file()
+    before = files(db.parent)
+    gw = gateway_factory(plugins=["queue"], read_only=True)
+    async with gw:
+        result = await gw.call("bulk_read_new_jobs", {})
+    assert result.code == "DB_ERROR"
+    assert "must be rolled back by a writer first" in result.payload["error"]["message"]
+    assert files(db.parent) == before
