@@ -27,7 +27,7 @@ from gateway import (
     hookimpl,
 )
 
-from . import store
+from . import prompts, store
 from .cursor import MAX_CURSOR_CHARS, CursorError, decode_cursor, encode_cursor
 from .indexing import BackgroundIndex
 
@@ -429,3 +429,9 @@ async def close_resources(plugin: PluginContext[Settings]) -> None:
     builder = plugin.resources.pop(_INDEX, None)
     if isinstance(builder, BackgroundIndex):
         await builder.stop()
+
+
+@hookimpl
+def register_prompts(register: Any) -> None:
+    for spec in prompts.prompts():
+        register(spec)
