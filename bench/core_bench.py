@@ -84,7 +84,7 @@ def bench_cold(args: argparse.Namespace) -> bool:
     cpu: dict[str, list[float]] = {t.kind: [] for t in c.TARGETS}
     counts: dict[str, int] = {}
     for i in range(args.runs):
-        for target in c.TARGETS:
+        for target in c.alternating(i):  # A B, B A, …: neither always pays the cold cache
             ns, n, cpu_s = cold_once(target, args.tools, f"cold-{i}")
             times[target.kind].append(ns)
             cpu[target.kind].append(cpu_s * 1e9)
@@ -108,13 +108,13 @@ def bench_cold(args: argparse.Namespace) -> bool:
         "## Cold start (stdio): spawn → `initialize` → `initialized` → `tools/list` response\n\n"
         + c.facts_line(rerun("cold", runs=args.runs, tools=args.tools), load)
         + f"- Method: raw JSON-RPC client on the pipes (protocol {c.PROTOCOL}), N = {args.tools} echo "
-        f"tools, {args.runs} runs each, interleaved bare, gateway, bare, …, after one discarded run "
+        f"tools, {args.runs} runs each, alternated (bare, gateway, then gateway, bare, …), after one discarded run "
         "each. Gateway: `python -m gateway.cli serve` with `MCP_GATEWAY_PLUGINS=bench_trivial`.\n\n"
         "| server | min ms | median ms | max ms | median CPU ms | runs (ms, in order) |\n"
         "|---|---|---|---|---|---|\n"
         + "\n".join(rows)
         + f"\n\n**Target** cold start median ≤ {COLD_TARGET} x bare: "
-        f"{c.fmt_ms(med['gateway'])} / {c.fmt_ms(med['bare'])} ms = {r:.2f} x → **{c.verdict(ok)}**\n"
+        f"{c.fmt_ms(med['gateway'])} / {c.fmt_ms(med['bare'])} ms = {r:.3f} x → **{c.verdict(ok)}**\n"
         "\nCross-check, less sensitive to how much CPU the shared machine left the servers "
         "(CPU time still inflates somewhat under contention): "
         "CPU time (user + system, whole process life incl. shutdown), gateway / bare = "
@@ -231,7 +231,7 @@ def bench_imports(args: argparse.Namespace) -> bool:
     log(f"import time: {args.runs} runs each (-X importtime, through the first tools/list)")
     runs: dict[str, list[dict[str, ImportRow]]] = {t.kind: [] for t in c.TARGETS}
     for i in range(args.runs):
-        for target in c.TARGETS:
+        for target in c.alternating(i):
             runs[target.kind].append(importtime_run(target, args.tools, f"imports-{i}"))
 
     def med_self(kind: str, name: str) -> float:
@@ -313,7 +313,8 @@ def bench_latency(args: argparse.Namespace) -> bool:
         for i in range(args.warmup + args.calls):
             if i == args.warmup:
                 cpu0 = {kind: p.cpu_so_far() for kind, p in procs.items()}
-            for kind, p in procs.items():
+            for kind in (t.kind for t in c.alternating(i)):
+                p = procs[kind]
                 req_id += 1
                 msg = c.call_msg(req_id, "echo_0", i)
                 t0 = time.perf_counter_ns()
@@ -336,7 +337,7 @@ def bench_latency(args: argparse.Namespace) -> bool:
         rows += [latency_row(f"SDK `Client` (legacy) → {t.label}", sdk[t.kind]) for t in c.TARGETS]
         rs = c.ratio(c.median(sdk["gateway"]), c.median(sdk["bare"]))
         sdk_note = (
-            f"- With the official SDK client the ratio of medians is {rs:.2f} x (informational).\n"
+            f"- With the official SDK client the ratio of medians is {rs:.3f} x (informational).\n"
         )
     body = (
         "## Per-call latency over stdio (`tools/call` of `echo_0`)\n\n"
@@ -360,7 +361,7 @@ def bench_latency(args: argparse.Namespace) -> bool:
         f"{cpu_us['bare']:.0f} µs = {c.ratio(cpu_us['gateway'], cpu_us['bare']):.2f} x "
         "(informational, the target is on wall time).\n"
         + f"\n**Target** stdio call median ≤ {LATENCY_TARGET} x bare: "
-        f"{c.fmt_us(c.median(lat['gateway']))} / {c.fmt_us(c.median(lat['bare']))} µs = {r:.2f} x → "
+        f"{c.fmt_us(c.median(lat['gateway']))} / {c.fmt_us(c.median(lat['bare']))} µs = {r:.3f} x → "
         f"**{c.verdict(ok)}**\n"
     )
     c.write_section("latency", body)
@@ -390,7 +391,8 @@ async def sdk_latency(args: argparse.Namespace) -> dict[str, list[float]]:
             )
             clients[t.kind] = await stack.enter_async_context(Client(params, mode="legacy"))
         for i in range(args.warmup + args.calls):
-            for kind, client in clients.items():
+            for kind in (t.kind for t in c.alternating(i)):
+                client = clients[kind]
                 t0 = time.perf_counter_ns()
                 res = await client.call_tool("echo_0", {"x": i})
                 dt = time.perf_counter_ns() - t0
@@ -549,8 +551,7 @@ def bench_http(args: argparse.Namespace) -> bool:
     )
     runs: list[HttpRun] = []
     for i in range(args.rounds):
-        order = c.TARGETS if i % 2 == 0 else tuple(reversed(c.TARGETS))
-        for target in order:
+        for target in c.alternating(i):
             runs.append(http_once(target, args, tool))
             log(f"  {target.label}: {runs[-1].rps:.0f} rps")
     rps = {t.kind: c.median(r.rps for r in runs if r.target is t) for t in c.TARGETS}
@@ -598,7 +599,7 @@ def bench_http(args: argparse.Namespace) -> bool:
         "server CPU | req per server CPU-s | load-gen CPU |\n|---|---|---|---|---|---|---|---|---|---|\n"
         + rows
         + f"\n\n**Target** HTTP throughput ≥ {HTTP_TARGET} x bare (median of rounds, 0 errors): "
-        f"{rps['gateway']:.0f} / {rps['bare']:.0f} req/s = {r:.2f} x, {failures} errors → **{c.verdict(ok)}**\n"
+        f"{rps['gateway']:.0f} / {rps['bare']:.0f} req/s = {r:.3f} x, {failures} errors → **{c.verdict(ok)}**\n"
         + "\nCross-check, less sensitive to how much CPU the shared machine left the server "
         "(CPU time still inflates somewhat under contention): "
         f"requests per server CPU-second, gateway / bare = {per_cpu['gateway']:.0f} / "

@@ -159,6 +159,12 @@ GATEWAY = Target("gateway", "gateway")
 TARGETS = (BARE, GATEWAY)
 
 
+def alternating(i: int) -> tuple[Target, ...]:
+    """Round ``i``'s order: bare first in even rounds, the gateway first in odd ones (ABBA), so
+    neither pays more of a warming cache or of a neighbour's load."""
+    return TARGETS if i % 2 == 0 else TARGETS[::-1]
+
+
 # --- raw JSON-RPC over stdio ---------------------------------------------------------------
 
 
