@@ -1,9 +1,337 @@
-"""Tools of the orchestrator plugin: audit (being written)."""
+"""Tools of the orchestrator plugin: the agents' history, kept in the orchestrator's MongoDB.
+
+``get_audit_trail``, ``get_chat_history``, ``get_graph_changes`` and ``get_llm_request`` here;
+``search_audit`` pages through the trail in :mod:`.search`. Without MongoDB every one of them
+answers ``BACKEND_UNAVAILABLE`` (see :mod:`.mongo`), never an empty success. Entries are raw
+documents of any size: they are typed where the API's code fixes their fields, timestamps are
+UTC, and the texts of a result are cut to fit Claude Code (:mod:`.bounded`).
+"""
 
 from __future__ import annotations
 
-from gateway import ToolSpec
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from gateway import ErrorCode, GatewayError, ToolContext, ToolSpec
+
+from .backend import COCKPIT, JobId
+from .bounded import LIST_BUDGET, bound
+from .mongo import MONGO_STATUS, MongoTime, check_envelope, document
+from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize, read_tool
+
+PAGE_HINT = "ask for fewer per page (page_size)"
+DOC_HINT = "raise max_chars"
+
+# --- the audit trail and the chat history ---------------------------------------------------
+
+
+class AuditArgs(Args):
+    job_id: JobId
+    page: Page = 1
+    page_size: PageSize = 20
+    filter: Literal["all", "messages", "tools", "errors"] = Field(
+        "all", description="messages: LLM steps; tools: tool calls."
+    )
+
+
+class ChatArgs(Args):
+    job_id: JobId
+    page: Page = 1
+    page_size: PageSize = 20
+
+
+class AuditEntry(BaseModel):
+    """One agent step (an ``agent_audit`` document); step data (``tool``, ``result``,
+    ``content``, ``error``, ``metadata``, …) as the agent recorded it."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    step_number: int | None = None
+    step_type: str | None = Field(None, description="llm, tool, error, …")
+    timestamp: MongoTime | None = None
+    agent_type: str | None = None
+    iteration: int | None = None
+    node_name: str | None = None
+    phase: str | None = None
+    phase_number: int | None = None
+    latency_ms: float | None = None
+
+
+class ChatEntry(BaseModel):
+    """One conversation turn (a ``chat_history`` document)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    sequence_number: int | None = None
+    turn_number: int | None = None
+    timestamp: MongoTime | None = None
+    phase: str | None = None
+    input_messages: list[dict[str, Any]] = []
+    response: dict[str, Any] | None = None
+    reasoning: str | None = None
+
+
+class _Page(BaseModel):
+    job_id: str
+    page: int
+    page_size: int
+    total: int
+    has_more: bool
+    next_page: int | None
+    truncated_texts: int = Field(description=f"texts cut to fit; {PAGE_HINT} to see more")
+
+
+class AuditPage(_Page):
+    entries: list[AuditEntry]
+
+
+class ChatPage(_Page):
+    entries: list[ChatEntry]
+
+
+def page_of(data: dict[str, Any], args: Any) -> dict[str, Any]:
+    """The paging fields and the bounded entries of an audit or chat answer."""
+    entries = [document(e) for e in data.get("entries") or []]
+    shaped = bound(entries, budget=LIST_BUDGET, hint=PAGE_HINT)
+    page = int(data.get("page", args.page))
+    more = bool(data.get("hasMore", False))
+    return {
+        "job_id": args.job_id,
+        "page": page,
+        "page_size": int(data.get("pageSize", args.page_size)),
+        "total": int(data.get("total", 0)),
+        "has_more": more,
+        "next_page": page + 1 if more else None,
+        "truncated_texts": shaped.truncated,
+        "entries": shaped.value,
+    }
+
+
+async def get_audit_trail(args: AuditArgs, ctx: ToolContext[Any]) -> AuditPage:
+    what = f"the audit trail of job {args.job_id}"
+    data = await ctx.rest(COCKPIT).request(
+        "GET",
+        "/api/jobs/{job_id}/audit",
+        path_params={"job_id": args.job_id},
+        params={"page": args.page, "pageSize": args.page_size, "filter": args.filter},
+        what=what,
+    )
+    return AuditPage.model_validate(page_of(check_envelope(data, what), args))
+
+
+async def get_chat_history(args: ChatArgs, ctx: ToolContext[Any]) -> ChatPage:
+    what = f"the chat history of job {args.job_id}"
+    data = await ctx.rest(COCKPIT).request(
+        "GET",
+        "/api/jobs/{job_id}/chat",
+        path_params={"job_id": args.job_id},
+        params={"page": args.page, "pageSize": args.page_size},
+        what=what,
+    )
+    return ChatPage.model_validate(page_of(check_envelope(data, what), args))
+
+
+# --- graph changes ----------------------------------------------------------------------------
+
+
+class DocArgs(Args):
+    job_id: JobId
+    max_chars: MaxChars = 20_000
+
+
+class TimeRange(BaseModel):
+    start: MongoTime | None = None
+    end: MongoTime | None = None
+
+
+class GraphSummary(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    total_tool_calls: int = 0
+    graph_tool_calls: int = 0
+    nodes_created: int = 0
+    nodes_deleted: int = 0
+    nodes_modified: int = 0
+    relationships_created: int = 0
+    relationships_deleted: int = 0
+
+
+class GraphDelta(BaseModel):
+    """One graph-changing tool call: its Cypher and what it changed."""
+
+    model_config = ConfigDict(extra="allow")
+    timestamp: MongoTime | None = None
+    tool_call_index: int | None = None
+    step_number: int | None = None
+    tool_call_id: str | None = None
+    cypher_query: str | None = None
+    changes: dict[str, Any] = {}
+
+
+class GraphSnapshot(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    timestamp: MongoTime | None = None
+    tool_call_index: int | None = None
+    nodes: Any = None
+    relationships: Any = None
+
+
+class GraphChanges(BaseModel):
+    job_id: str
+    time_range: TimeRange | None = None
+    summary: GraphSummary
+    deltas: list[GraphDelta]
+    snapshots: list[GraphSnapshot]
+    truncated_texts: int = Field(description=f"texts cut to fit; {DOC_HINT} to see more")
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+# Graph content: node and property names are the agent's data, not the API's field names.
+_OPAQUE = frozenset({"nodes", "relationships", "matchedVariables", "matched_variables"})
+
+
+def snake_keys(value: Any) -> Any:
+    """The API's camelCase keys (``toolCallIndex``) as snake_case, graph content untouched."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            out[_CAMEL.sub(r"_\1", key).lower()] = item if key in _OPAQUE else snake_keys(item)
+        return out
+    if isinstance(value, list):
+        return [snake_keys(v) for v in value]
+    return value
+
+
+async def get_graph_changes(args: DocArgs, ctx: ToolContext[Any]) -> GraphChanges:
+    data = await ctx.rest(COCKPIT).request(
+        "GET",
+        "/api/graph/changes/{job_id}",
+        path_params={"job_id": args.job_id},
+        status=MONGO_STATUS,
+        what=f"the graph changes of job {args.job_id}",
+    )
+    shaped = bound(snake_keys(data), budget=args.max_chars, hint=DOC_HINT)
+    doc = shaped.value if isinstance(shaped.value, dict) else {}
+    return GraphChanges.model_validate(
+        {
+            "job_id": doc.get("job_id") or args.job_id,
+            "time_range": doc.get("time_range"),
+            "summary": doc.get("summary") or {},
+            "deltas": doc.get("deltas") or [],
+            "snapshots": doc.get("snapshots") or [],
+            "truncated_texts": shaped.truncated,
+        }
+    )
+
+
+# --- one LLM request ----------------------------------------------------------------------
+
+
+def _object_id(value: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{24}", value):
+        raise ValueError("must be a 24-hex MongoDB id, as in get_audit_trail entries")
+    return value.lower()
+
+
+class LlmRequestArgs(Args):
+    doc_id: Annotated[
+        str, Field(max_length=24, description="24-hex document id."), AfterValidator(_object_id)
+    ]
+    max_chars: MaxChars = 20_000
+
+
+class TokenUsage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+class LlmRequest(BaseModel):
+    """One LLM call of an agent: the messages and tools it sent, the model's response."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    job_id: str | None = None
+    model: str | None = None
+    timestamp: MongoTime | None = None
+    iteration: int | None = None
+    latency_ms: float | None = None
+    token_usage: TokenUsage | None = None
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+    truncated_texts: int = Field(description=f"texts cut to fit; {DOC_HINT} to see more")
+
+
+async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmRequest:
+    data = await ctx.rest(COCKPIT).request(
+        "GET",
+        "/api/requests/{doc_id}",
+        path_params={"doc_id": args.doc_id},
+        status={
+            **MONGO_STATUS,
+            404: "no LLM request {doc_id}; the ids come from get_audit_trail entries",
+        },
+        what=f"LLM request {args.doc_id}",
+    )
+    if not isinstance(data, dict):
+        raise GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"the orchestrator API answered LLM request {args.doc_id} with no document",
+            retryable=False,
+        )
+    doc = document(data, drop=())
+    metrics = doc.get("metrics")
+    if isinstance(metrics, dict) and "token_usage" in metrics:
+        doc["token_usage"] = metrics["token_usage"]
+        rest = {k: v for k, v in metrics.items() if k != "token_usage"}
+        if rest:
+            doc["metrics"] = rest
+        else:
+            doc.pop("metrics")
+    shaped = bound(doc, budget=args.max_chars, hint=DOC_HINT)
+    return LlmRequest.model_validate({**shaped.value, "truncated_texts": shaped.truncated})
+
+
+# --- the specs ------------------------------------------------------------------------------
 
 
 def tools() -> list[ToolSpec]:
-    return []
+    from .search import search_spec
+
+    return [
+        read_tool(
+            "get_audit_trail",
+            "A job's agent steps (LLM calls, tool calls, errors) in order, a page at a time.",
+            get_audit_trail,
+            AuditArgs,
+            AuditPage,
+            max_result_chars=RESULT_CHARS,
+        ),
+        read_tool(
+            "get_chat_history",
+            "A job's conversation turns (input messages, response), a page at a time.",
+            get_chat_history,
+            ChatArgs,
+            ChatPage,
+            max_result_chars=RESULT_CHARS,
+        ),
+        read_tool(
+            "get_graph_changes",
+            "The Neo4j changes a job's agent made: Cypher per tool call, counts, snapshots.",
+            get_graph_changes,
+            DocArgs,
+            GraphChanges,
+            max_result_chars=RESULT_CHARS,
+        ),
+        read_tool(
+            "get_llm_request",
+            "One LLM call of an agent in full: messages, tools, response, token usage.",
+            get_llm_request,
+            LlmRequestArgs,
+            LlmRequest,
+            max_result_chars=RESULT_CHARS,
+        ),
+        search_spec(),
+    ]

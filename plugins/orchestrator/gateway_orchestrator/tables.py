@@ -1,9 +1,192 @@
-"""Tools of the orchestrator plugin: tables (being written)."""
+"""Tools of the orchestrator plugin: the table browser over the orchestrator's PostgreSQL.
+
+The API serves six tables (its allow-list; ``list_tables`` names them). It pages by page number
+and page size, so ``query_table`` maps ``offset``/``limit`` onto the one page that holds rows
+``[offset, offset + limit)`` (the smallest such page size), or onto two pages of ``limit`` rows,
+and slices: it returns exactly those rows whatever the offset. JSON columns come decoded, dates
+in UTC, credentials masked (:mod:`.masking`), long texts cut to fit (:mod:`.bounded`).
+"""
 
 from __future__ import annotations
 
-from gateway import ToolSpec
+from functools import partial
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from gateway import ToolContext, ToolSpec
+from gateway.rest import Route, decode_json_string, gather, offset_page, rest_tool, to_utc_iso
+
+from .backend import COCKPIT
+from .bounded import LIST_BUDGET, bound
+from .masking import MASK, credential_keys, is_secret_name, mask_connection_url, mask_value
+from .params import Args, NoArgs, read_tool
+
+TableName = Literal["agents", "citations", "datasources", "jobs", "requirements", "sources"]
+MAX_PAGE_SIZE = 500  # the API's own bound on pageSize
+HINT = "ask for fewer rows (limit)"
+_NO_TABLE = {404: "no table {table_name} in the orchestrator API's allow-list; see list_tables"}
+
+
+class TableArgs(Args):
+    table_name: TableName = Field(description="As list_tables names it.")
+
+
+class QueryArgs(TableArgs):
+    limit: int = Field(50, ge=1, le=MAX_PAGE_SIZE, description="Rows.")
+    offset: int = Field(0, ge=0, le=10_000_000, description="Rows to skip.")
+
+
+class Table(BaseModel):
+    name: str
+    row_count: int
+
+
+class Tables(BaseModel):
+    tables: list[Table]
+
+
+class Column(BaseModel):
+    name: str
+    type: str = Field(description="string, number, boolean, date, json or binary")
+    nullable: bool
+
+
+class TableSchema(BaseModel):
+    table: str
+    columns: list[Column]
+
+
+class TablePage(BaseModel):
+    table: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    total: int
+    offset: int
+    limit: int
+    has_more: bool
+    next_offset: int | None
+    truncated_texts: int = Field(description=f"texts cut to fit; {HINT} to see more")
+
+
+def page_plan(offset: int, limit: int) -> list[tuple[int, int]]:
+    """The requests ``(page, page_size)`` that cover rows ``[offset, offset + limit)``: one page
+    when a page size up to the API's maximum holds them all, else two pages of ``limit``."""
+    last = offset + limit - 1
+    for size in range(limit, MAX_PAGE_SIZE + 1):
+        if offset // size == last // size:
+            return [(offset // size + 1, size)]
+    first = offset // limit + 1
+    return [(first, limit), (first + 1, limit)]
+
+
+def shape_cell(name: str, kind: str | None, value: Any) -> Any:
+    """One cell as the model sees it: JSON decoded, dates in UTC, secrets masked."""
+    if value is None:
+        return None
+    if kind == "json":
+        value = decode_json_string(value)
+    elif kind == "date":
+        value = to_utc_iso(value)
+    if name == "credentials":
+        return credential_keys(value)
+    if is_secret_name(name):
+        return MASK
+    if isinstance(value, str) and name.endswith("url"):
+        return mask_connection_url(value)
+    return mask_value(value)
+
+
+async def query_table(args: QueryArgs, ctx: ToolContext[Any]) -> TablePage:
+    api = ctx.rest(COCKPIT)
+    plan = page_plan(args.offset, args.limit)
+    answers = await gather(
+        [
+            partial(
+                api.request,
+                "GET",
+                "/api/tables/{table_name}",
+                path_params={"table_name": args.table_name},
+                params={"page": page, "pageSize": size},
+                status=_NO_TABLE,
+                what=f"table {args.table_name}",
+            )
+            for page, size in plan
+        ]
+    )
+    first = answers[0] if isinstance(answers[0], dict) else {}
+    columns = [c for c in first.get("columns") or [] if isinstance(c, dict) and "name" in c]
+    kinds = {str(c["name"]): c.get("type") for c in columns}
+    rows: list[Any] = []
+    for answer in answers:
+        if isinstance(answer, dict):
+            rows += answer.get("rows") or []
+    start = args.offset - (plan[0][0] - 1) * plan[0][1]
+    picked = [
+        {k: shape_cell(k, kinds.get(k), v) for k, v in row.items()}
+        for row in rows[start : start + args.limit]
+        if isinstance(row, dict)
+    ]
+    shaped = bound(picked, budget=LIST_BUDGET, hint=HINT)
+    total = int(first.get("total") or 0)
+    return TablePage.model_validate(
+        {
+            "table": args.table_name,
+            "columns": list(kinds),
+            "rows": shaped.value,
+            **offset_page(total=total, offset=args.offset, limit=args.limit, returned=len(picked)),
+            "truncated_texts": shaped.truncated,
+        }
+    )
+
+
+def _tables(data: Any, args: Any) -> Any:
+    if not isinstance(data, list):
+        return data
+    return {
+        "tables": [
+            {"name": t.get("name"), "row_count": t.get("rowCount")}
+            for t in data
+            if isinstance(t, dict)
+        ]
+    }
+
+
+def _schema(data: Any, args: TableArgs) -> Any:
+    return {"table": args.table_name, "columns": data} if isinstance(data, list) else data
 
 
 def tools() -> list[ToolSpec]:
-    return []
+    return [
+        rest_tool(
+            COCKPIT,
+            Route("GET", "/api/tables", what="the table list"),
+            name="list_tables",
+            description="The orchestrator database's browsable tables, with row counts.",
+            input_model=NoArgs,
+            output_model=Tables,
+            shape=_tables,
+        ),
+        read_tool(
+            "query_table",
+            "Rows [offset, offset+limit) of a table, JSON decoded, secrets masked.",
+            query_table,
+            QueryArgs,
+            TablePage,
+            max_result_chars=100_000,
+        ),
+        rest_tool(
+            COCKPIT,
+            Route(
+                "GET",
+                "/api/tables/{table_name}/schema",
+                what="the schema of table {table_name}",
+                status=_NO_TABLE,
+            ),
+            name="get_table_schema",
+            description="A table's columns: name, type, nullable.",
+            input_model=TableArgs,
+            output_model=TableSchema,
+            shape=_schema,
+        ),
+    ]
