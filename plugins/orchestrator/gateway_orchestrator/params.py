@@ -28,7 +28,9 @@ def _not_zero(value: int) -> int:
     return value
 
 
-Page = Annotated[int, Field(ge=-1, description="1-based; -1 = last."), AfterValidator(_not_zero)]
+Page = Annotated[
+    int, Field(ge=-1, le=1_000_000, description="1-based; -1 = last."), AfterValidator(_not_zero)
+]
 PageSize = Annotated[int, Field(ge=1, le=200, description="Entries per page.")]
 
 #: For single documents: the result's size in characters; longer texts are cut with a marker.

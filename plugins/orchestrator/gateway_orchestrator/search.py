@@ -37,7 +37,9 @@ class SearchArgs(Args):
     job_id: JobId
     query: str = Field(min_length=1, max_length=200, description="Text; case-insensitive.")
     limit: int = Field(20, ge=1, le=100, description="Max matches.")
-    offset: int = Field(0, ge=0, description="Entries to skip; a result's next_offset.")
+    offset: int = Field(
+        0, ge=0, le=10_000_000, description="Entries to skip; a result's next_offset."
+    )
 
 
 class AuditMatch(BaseModel):
