@@ -90,13 +90,15 @@ def bound(value: Any, *, budget: int, hint: str, ceiling: int | None = None) -> 
     """``value`` (decoded JSON) with its strings cut so that its compact JSON takes about
     ``budget`` characters at most; no string keeps more than ``ceiling`` (default: the budget).
     ``hint`` ends each marker: what to ask for to see more ("ask for fewer rows (limit)")."""
-    lengths: list[int] = []
-    _lengths(value, lengths)
-    text_chars = sum(lengths)
     size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     ceiling = budget if ceiling is None else ceiling
-    if size <= budget and (not lengths or max(lengths) <= ceiling):
+    if size <= min(budget, ceiling):  # no string can be longer than the whole
         return Bounded(value, 0)
+    lengths: list[int] = []
+    _lengths(value, lengths)
+    if size <= budget and max(lengths, default=0) <= ceiling:
+        return Bounded(value, 0)
+    text_chars = sum(lengths)
     # Escapes make the JSON a little longer than its strings; that overhead stays with the
     # skeleton (keys, punctuation, numbers), which no cut can shrink.
     skeleton = size - text_chars

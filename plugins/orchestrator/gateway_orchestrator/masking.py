@@ -14,6 +14,7 @@ columns through the table browser. Here:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -39,6 +40,7 @@ _USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/@'\"<>]*:[^\s/@'\"<
 _PAIR = re.compile(r"([A-Za-z_][\w\-]*)(\s*=\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)")
 
 
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """``password``, ``sslpassword``, ``access_token``, ``apiKey``, ``client_secret``: yes;
     ``max_tokens``, ``token_usage``, ``primary_key``: no (counts and ids, not secrets)."""
