@@ -14,12 +14,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import ErrorCode, GatewayError, ToolContext, ToolSpec
+from gateway import ToolContext, ToolSpec
 
 from .backend import COCKPIT, JobId
 from .bounded import LIST_BUDGET, bound
-from .mongo import MONGO_STATUS, MongoTime, check_envelope, document
-from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize, read_tool
+from .mongo import MONGO_STATUS, Envelope, MongoTime, check_envelope, document
+from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize, answer_as, read_tool
 
 PAGE_HINT = "ask for fewer per page (page_size)"
 DOC_HINT = "raise max_chars"
@@ -91,19 +91,16 @@ class ChatPage(_Page):
     entries: list[ChatEntry]
 
 
-def page_of(data: dict[str, Any], args: Any) -> dict[str, Any]:
+def page_of(page: Envelope, args: Any) -> dict[str, Any]:
     """The paging fields and the bounded entries of an audit or chat answer."""
-    entries = [document(e) for e in data.get("entries") or []]
-    shaped = bound(entries, budget=LIST_BUDGET, hint=PAGE_HINT)
-    page = int(data.get("page", args.page))
-    more = bool(data.get("hasMore", False))
+    shaped = bound([document(e) for e in page.entries], budget=LIST_BUDGET, hint=PAGE_HINT)
     return {
         "job_id": args.job_id,
-        "page": page,
-        "page_size": int(data.get("pageSize", args.page_size)),
-        "total": int(data.get("total", 0)),
-        "has_more": more,
-        "next_page": page + 1 if more else None,
+        "page": page.page,
+        "page_size": page.page_size or args.page_size,
+        "total": page.total,
+        "has_more": page.has_more,
+        "next_page": page.page + 1 if page.has_more else None,
         "truncated_texts": shaped.truncated,
         "entries": shaped.value,
     }
@@ -118,7 +115,7 @@ async def get_audit_trail(args: AuditArgs, ctx: ToolContext[Any]) -> AuditPage:
         params={"page": args.page, "pageSize": args.page_size, "filter": args.filter},
         what=what,
     )
-    return AuditPage.model_validate(page_of(check_envelope(data, what), args))
+    return answer_as(AuditPage, page_of(check_envelope(data, what), args), what)
 
 
 async def get_chat_history(args: ChatArgs, ctx: ToolContext[Any]) -> ChatPage:
@@ -130,7 +127,7 @@ async def get_chat_history(args: ChatArgs, ctx: ToolContext[Any]) -> ChatPage:
         params={"page": args.page, "pageSize": args.page_size},
         what=what,
     )
-    return ChatPage.model_validate(page_of(check_envelope(data, what), args))
+    return answer_as(ChatPage, page_of(check_envelope(data, what), args), what)
 
 
 # --- graph changes ----------------------------------------------------------------------------
@@ -213,7 +210,8 @@ async def get_graph_changes(args: DocArgs, ctx: ToolContext[Any]) -> GraphChange
     )
     shaped = bound(snake_keys(data), budget=args.max_chars, hint=DOC_HINT)
     doc = shaped.value if isinstance(shaped.value, dict) else {}
-    return GraphChanges.model_validate(
+    return answer_as(
+        GraphChanges,
         {
             "job_id": doc.get("job_id") or args.job_id,
             "time_range": doc.get("time_range"),
@@ -221,7 +219,8 @@ async def get_graph_changes(args: DocArgs, ctx: ToolContext[Any]) -> GraphChange
             "deltas": doc.get("deltas") or [],
             "snapshots": doc.get("snapshots") or [],
             "truncated_texts": shaped.truncated,
-        }
+        },
+        f"the graph changes of job {args.job_id}",
     )
 
 
@@ -275,12 +274,9 @@ async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmReq
         },
         what=f"LLM request {args.doc_id}",
     )
+    what = f"LLM request {args.doc_id}"
     if not isinstance(data, dict):
-        raise GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"the orchestrator API answered LLM request {args.doc_id} with no document",
-            retryable=False,
-        )
+        return answer_as(LlmRequest, data, what)  # the BACKEND_ERROR that names the shape
     doc = document(data, drop=())
     metrics = doc.get("metrics")
     if isinstance(metrics, dict) and "token_usage" in metrics:
@@ -291,7 +287,7 @@ async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmReq
         else:
             doc.pop("metrics")
     shaped = bound(doc, budget=args.max_chars, hint=DOC_HINT)
-    return LlmRequest.model_validate({**shaped.value, "truncated_texts": shaped.truncated})
+    return answer_as(LlmRequest, {**shaped.value, "truncated_texts": shaped.truncated}, what)
 
 
 # --- the specs ------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BaseModel, BeforeValidator, Field
 
 from gateway import ErrorCode, GatewayError
-from gateway.rest import Failure, StatusRule, to_utc_iso
+from gateway.rest import Failure, StatusRule, to_utc_iso, validate_answer
 from gateway.rest.status import status_error
 
 NO_MONGO = "audit data unavailable: the orchestrator has no MongoDB configured"
@@ -41,15 +41,19 @@ def _mongo_or_default(failure: Failure) -> BaseException:
 MONGO_STATUS: dict[int, StatusRule] = {503: _mongo_or_default}
 
 
-def check_envelope(data: Any, what: str) -> dict[str, Any]:
+class Envelope(BaseModel):
+    """A page of the audit or chat endpoint."""
+
+    entries: list[dict[str, Any]] = []
+    total: int = 0
+    page: int = 1
+    page_size: int | None = Field(None, alias="pageSize")
+    has_more: bool = Field(False, alias="hasMore")
+
+
+def check_envelope(data: Any, what: str) -> Envelope:
     """A paged audit/chat answer, or the error its ``error`` key stands for."""
-    if not isinstance(data, dict):
-        raise GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"the orchestrator API answered {what} in an unexpected shape (not an object)",
-            retryable=False,
-        )
-    error = data.get("error")
+    error = data.get("error") if isinstance(data, dict) else None
     if error:
         if "mongo" in str(error).lower():
             raise no_mongo()
@@ -57,7 +61,7 @@ def check_envelope(data: Any, what: str) -> dict[str, Any]:
             ErrorCode.BACKEND_ERROR,
             f"the orchestrator API could not read {what}: {str(error)[:200]}; retry later",
         )
-    return data
+    return validate_answer(Envelope, data, "the orchestrator API", what)  # type: ignore[return-value]
 
 
 def mongo_time(value: Any) -> Any:

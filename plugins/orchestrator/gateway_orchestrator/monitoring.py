@@ -14,7 +14,7 @@ from gateway.rest import Failure, JsonString, Route, UtcTimestamp, decode_json_s
 from .backend import COCKPIT
 from .bounded import bound
 from .masking import credential_keys, mask_connection_url, mask_value
-from .params import RESULT_CHARS, Args, MaxChars, NoArgs, read_tool
+from .params import RESULT_CHARS, Args, MaxChars, NoArgs, answer_as, read_tool
 
 AgentStatus = Literal["booting", "ready", "working", "completed", "failed", "offline"]
 DatasourceType = Literal["postgresql", "neo4j", "mongodb"]
@@ -126,9 +126,11 @@ async def list_agents(args: AgentsArgs, ctx: ToolContext[Any]) -> Agents:
         params={"limit": AGENT_PAGE, "status": args.status},
         what="the agent list",
     )
-    rows = data if isinstance(data, list) else []
-    return Agents.model_validate(
-        {"count": len(rows), "has_more": len(rows) >= AGENT_PAGE, "agents": rows}
+    count = len(data) if isinstance(data, list) else 0
+    return answer_as(
+        Agents,
+        {"count": count, "has_more": count >= AGENT_PAGE, "agents": data},
+        "the agent list",
     )
 
 
@@ -175,7 +177,7 @@ def _no_expert(failure: Failure) -> BaseException:
 
 async def list_experts(args: NoArgs, ctx: ToolContext[Any]) -> Experts:
     data = await ctx.rest(COCKPIT).request("GET", "/api/experts", what="the expert list")
-    return Experts.model_validate({"experts": data if isinstance(data, list) else []})
+    return answer_as(Experts, {"experts": data}, "the expert list")
 
 
 async def get_expert(args: ExpertArgs, ctx: ToolContext[Any]) -> Expert:
@@ -194,14 +196,11 @@ async def get_expert(args: ExpertArgs, ctx: ToolContext[Any]) -> Expert:
         raise GatewayError(
             ErrorCode.NOT_FOUND, f"no expert {args.expert_id!r}; the experts are: {ids}"
         ) from None
+    what = f"expert {args.expert_id}"
     if not isinstance(data, dict):
-        raise GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"the orchestrator API answered expert {args.expert_id} with no object",
-            retryable=False,
-        )
+        return answer_as(Expert, data, what)  # the BACKEND_ERROR that names the shape
     shaped = bound(data, budget=args.max_chars, hint="raise max_chars")
-    return Expert.model_validate({**shaped.value, "truncated_texts": shaped.truncated})
+    return answer_as(Expert, {**shaped.value, "truncated_texts": shaped.truncated}, what)
 
 
 # --- datasources ----------------------------------------------------------------------------

@@ -3,13 +3,16 @@ every turn of the model's conversation)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gateway import ToolSpec
+from gateway.rest import validate_answer
 
 from .backend import COCKPIT
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Args(BaseModel):
@@ -63,3 +66,9 @@ def read_tool(
         open_world=True,
         **options,
     )
+
+
+def answer_as(model: type[M], data: Any, what: str) -> M:
+    """``data`` (an answer of the API, shaped) as ``model``; an answer of another shape is a
+    ``BACKEND_ERROR`` naming the field, never an ``INTERNAL_ERROR``."""
+    return validate_answer(model, data, COCKPIT.title, what)  # type: ignore[return-value]

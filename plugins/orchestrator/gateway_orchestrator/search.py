@@ -24,7 +24,7 @@ from .audit import AuditEntry
 from .backend import COCKPIT, JobId
 from .bounded import LIST_BUDGET, bound
 from .mongo import check_envelope, document
-from .params import Args, read_tool
+from .params import Args, answer_as, read_tool
 
 SEARCH_PAGE = 100
 MAX_PAGES = 50
@@ -128,13 +128,13 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
         if data is None:
             stopped = "time"
             break
-        data = check_envelope(data, what)
-        total = int(data.get("total") or 0)
-        entries = data.get("entries") or []
+        answer = check_envelope(data, what)
+        total = answer.total
+        entries = answer.entries
         for raw in entries[skip:]:
             position += 1
             entry = document(raw)
-            hit = find(entry, needle) if isinstance(entry, dict) else None
+            hit = find(entry, needle)
             if hit is not None:
                 field, snippet = hit
                 matches.append(
@@ -148,12 +148,13 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
         await ctx.progress(
             pages, planned, f"searched page {page} ({position} of {total}): {len(matches)} matches"
         )
-        if stopped or not data.get("hasMore") or not entries:
+        if stopped or not answer.has_more or not entries:
             break
         page, skip = page + 1, 0
     complete = stopped is None or (stopped == "limit" and position >= total)
     shaped = bound(matches, budget=LIST_BUDGET, hint=HINT)
-    return SearchResult.model_validate(
+    return answer_as(
+        SearchResult,
         {
             "job_id": args.job_id,
             "query": args.query,
@@ -165,7 +166,8 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
             "next_offset": None if complete else position,
             "error": error,
             "truncated_texts": shaped.truncated,
-        }
+        },
+        what,
     )
 
 

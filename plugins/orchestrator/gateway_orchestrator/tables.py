@@ -21,7 +21,7 @@ from gateway.rest import Route, decode_json_string, gather, offset_page, rest_to
 from .backend import COCKPIT
 from .bounded import LIST_BUDGET, bound
 from .masking import MASK, credential_keys, is_secret_name, mask_connection_url, mask_value
-from .params import Args, NoArgs, read_tool
+from .params import Args, NoArgs, answer_as, read_tool
 
 TableName = Literal["agents", "citations", "datasources", "jobs", "requirements", "sources"]
 MAX_PAGE_SIZE = 500  # the API's own bound on pageSize
@@ -56,6 +56,14 @@ class Column(BaseModel):
 class TableSchema(BaseModel):
     table: str
     columns: list[Column]
+
+
+class TableAnswer(BaseModel):
+    """A page of ``GET /api/tables/{name}`` (``page`` and ``pageSize`` are the request's)."""
+
+    columns: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    total: int
 
 
 class TablePage(BaseModel):
@@ -122,30 +130,29 @@ async def query_table(args: QueryArgs, ctx: ToolContext[Any]) -> TablePage:
             for page, size in plan
         ]
     )
-    first = answers[0] if isinstance(answers[0], dict) else {}
-    columns = [c for c in first.get("columns") or [] if isinstance(c, dict) and "name" in c]
-    kinds = {str(c["name"]): c.get("type") for c in columns}
+    what = f"table {args.table_name}"
+    pages = [answer_as(TableAnswer, answer, what) for answer in answers]
+    kinds = {str(c.get("name")): c.get("type") for c in pages[0].columns}
     shapers = {name: cell_shaper(name, kind) for name, kind in kinds.items()}
-    rows: list[Any] = []
-    for answer in answers:
-        if isinstance(answer, dict):
-            rows += answer.get("rows") or []
+    rows = [row for page in pages for row in page.rows]
     start = args.offset - (plan[0][0] - 1) * plan[0][1]
     picked = [
         {k: (shapers.get(k) or cell_shaper(k, None))(v) for k, v in row.items()}
         for row in rows[start : start + args.limit]
-        if isinstance(row, dict)
     ]
     shaped = bound(picked, budget=LIST_BUDGET, hint=HINT)
-    total = int(first.get("total") or 0)
-    return TablePage.model_validate(
+    return answer_as(
+        TablePage,
         {
             "table": args.table_name,
             "columns": list(kinds),
             "rows": shaped.value,
-            **offset_page(total=total, offset=args.offset, limit=args.limit, returned=len(picked)),
+            **offset_page(
+                total=pages[0].total, offset=args.offset, limit=args.limit, returned=len(picked)
+            ),
             "truncated_texts": shaped.truncated,
-        }
+        },
+        what,
     )
 
 

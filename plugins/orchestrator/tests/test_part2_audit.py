@@ -168,3 +168,33 @@ async def test_other_audit_errors_are_backend_errors(tmp_path):
         async with orchestrator_gateway(api.url, tmp_path) as gw:
             result = await gw.call("get_audit_trail", {"job_id": JOB})
     assert result.code == "BACKEND_ERROR" and "cursor killed" in result.payload["error"]["message"]
+
+
+ODD_ANSWERS = [
+    ("get_audit_trail", {"job_id": JOB}, f"/api/jobs/{JOB}/audit", {"entries": "none", "total": 1}),
+    ("get_audit_trail", {"job_id": JOB}, f"/api/jobs/{JOB}/audit", {"entries": [{"step": 1}]}),
+    ("search_audit", {"job_id": JOB, "query": "a"}, f"/api/jobs/{JOB}/audit", {"total": "many"}),
+    ("get_chat_history", {"job_id": JOB}, f"/api/jobs/{JOB}/chat", [1, 2]),
+    ("get_llm_request", {"doc_id": LLM_ID}, f"/api/requests/{LLM_ID}", ["not", "a", "doc"]),
+    ("get_graph_changes", {"job_id": JOB}, f"/api/graph/changes/{JOB}", {"summary": [1]}),
+    ("get_expert", {"expert_id": "coder"}, "/api/experts/coder", "coder"),
+    ("list_experts", {}, "/api/experts", {"experts": []}),
+    ("list_agents", {}, "/api/agents", [{"id": 1}]),
+    ("query_table", {"table_name": "jobs"}, "/api/tables/jobs", {"rows": [], "total": 0}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "path", "body"),
+    ODD_ANSWERS,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(ODD_ANSWERS)],
+)
+async def test_an_answer_of_another_shape_is_a_backend_error_naming_it(
+    tool, args, path, body, tmp_path
+):
+    with FakeOrchestrator(mongo=True) as api:
+        api.override(path, Reply.json(body))
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
+            result = await gw.call(tool, args)
+    assert result.code == "BACKEND_ERROR", result.payload
+    assert "unexpected shape" in result.payload["error"]["message"]
