@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from gateway import ToolContext, ToolSpec
 
 from .backend import COCKPIT, JobId
-from .bounded import LIST_BUDGET, bound
+from .bounded import bound, bound_items
 from .mongo import MONGO_STATUS, Envelope, MongoTime, check_envelope, document
 from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize, answer_as, read_tool
 
@@ -81,6 +81,10 @@ class _Page(BaseModel):
     has_more: bool
     next_page: int | None
     truncated_texts: int = Field(description=f"texts cut to fit; {PAGE_HINT} to see more")
+    omitted_entries: int = Field(
+        0,
+        description="entries at the end of this page left out to fit; ask for a smaller page_size",
+    )
 
 
 class AuditPage(_Page):
@@ -93,7 +97,7 @@ class ChatPage(_Page):
 
 def page_of(page: Envelope, args: Any) -> dict[str, Any]:
     """The paging fields and the bounded entries of an audit or chat answer."""
-    shaped = bound([document(e) for e in page.entries], budget=LIST_BUDGET, hint=PAGE_HINT)
+    shaped = bound_items([document(e) for e in page.entries], hint=PAGE_HINT)
     return {
         "job_id": args.job_id,
         "page": page.page,
@@ -102,7 +106,8 @@ def page_of(page: Envelope, args: Any) -> dict[str, Any]:
         "has_more": page.has_more,
         "next_page": page.page + 1 if page.has_more else None,
         "truncated_texts": shaped.truncated,
-        "entries": shaped.value,
+        "omitted_entries": shaped.omitted,
+        "entries": shaped.items,
     }
 
 

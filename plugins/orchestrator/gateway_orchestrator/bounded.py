@@ -7,6 +7,10 @@ of any length, so a result is shaped to a budget: every string leaf is cut at on
 the longest lose most), and each cut string ends with a marker saying how much was left out and
 how to see more. ``L`` is found by binary search over the sorted string lengths, so shaping costs
 one ``json.dumps`` and one walk of the answer.
+
+A list of many small items (a page of 200 audit entries) can outgrow any cut of its texts: its
+keys and numbers alone are too long. :func:`bound_items` then keeps the leading items that fit
+``LIST_CAP`` and says how many it left out, so the tool can tell where to continue.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 
 #: Total characters of a list result (a page of entries or rows): within the 50,000 inline.
 LIST_BUDGET = 40_000
+#: Hard cap on a list result: inline with ``max_result_chars``, well under 25k tokens.
+LIST_CAP = 60_000
 #: What a string keeps at least, whatever the budget: below it a text says nothing.
 FLOOR = 200
 _MARKER = " … [truncated: {omitted:,} of {total:,} chars left out; {hint}]"
@@ -86,23 +92,70 @@ def common_limit(lengths: list[int], room: int, ceiling: int) -> int:
     return low
 
 
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def _common_limit_for(value: Any, budget: int, ceiling: int) -> tuple[int | None, int]:
+    """The length every string of ``value`` is cut at (None: it fits as it is), and the size
+    of ``value``'s JSON."""
+    size = _size(value)
+    if size <= min(budget, ceiling):  # no string can be longer than the whole
+        return None, size
+    lengths: list[int] = []
+    _lengths(value, lengths)
+    if size <= budget and max(lengths, default=0) <= ceiling:
+        return None, size
+    # Escapes make the JSON a little longer than its strings; that overhead stays with the
+    # skeleton (keys, punctuation, numbers), which no cut can shrink.
+    skeleton = size - sum(lengths)
+    return common_limit(lengths, budget - skeleton, ceiling), size
+
+
 def bound(value: Any, *, budget: int, hint: str, ceiling: int | None = None) -> Bounded:
     """``value`` (decoded JSON) with its strings cut so that its compact JSON takes about
     ``budget`` characters at most; no string keeps more than ``ceiling`` (default: the budget).
     ``hint`` ends each marker: what to ask for to see more ("ask for fewer rows (limit)")."""
-    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-    ceiling = budget if ceiling is None else ceiling
-    if size <= min(budget, ceiling):  # no string can be longer than the whole
+    limit, _ = _common_limit_for(value, budget, budget if ceiling is None else ceiling)
+    if limit is None:
         return Bounded(value, 0)
-    lengths: list[int] = []
-    _lengths(value, lengths)
-    if size <= budget and max(lengths, default=0) <= ceiling:
-        return Bounded(value, 0)
-    text_chars = sum(lengths)
-    # Escapes make the JSON a little longer than its strings; that overhead stays with the
-    # skeleton (keys, punctuation, numbers), which no cut can shrink.
-    skeleton = size - text_chars
-    limit = common_limit(lengths, budget - skeleton, ceiling)
     count = [0]
     cut = _cut(value, limit, hint, count)
     return Bounded(cut, count[0])
+
+
+@dataclass
+class BoundedItems:
+    """The leading items of a list that fit, their texts cut, and how many were left out."""
+
+    items: list[Any]
+    truncated: int
+    omitted: int
+
+
+def bound_items(
+    items: list[Any], *, hint: str, budget: int = LIST_BUDGET, cap: int = LIST_CAP
+) -> BoundedItems:
+    """``items`` with their texts cut to ``budget`` (see :func:`bound`), then only the leading
+    items whose JSON fits ``cap``: at least one, so a result always makes progress."""
+    limit, size = _common_limit_for(items, budget, budget)
+    if limit is None and size <= cap:
+        return BoundedItems(items, 0, 0)
+    if limit is not None:
+        count = [0]
+        cut: list[Any] = _cut(items, limit, hint, count)
+        if _size(cut) <= cap:
+            return BoundedItems(cut, count[0], 0)
+    # Too many items for any cut of their texts: keep the leading ones that fit.
+    kept: list[Any] = []
+    truncated = 0
+    used = 2  # the brackets
+    for item in items:
+        count = [0]
+        one = item if limit is None else _cut(item, limit, hint, count)
+        used += _size(one) + 1
+        if used > cap and kept:
+            break
+        kept.append(one)
+        truncated += count[0]
+    return BoundedItems(kept, truncated, len(items) - len(kept))

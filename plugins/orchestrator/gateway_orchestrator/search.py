@@ -22,7 +22,7 @@ from gateway import GatewayError, ToolContext, ToolSpec
 
 from .audit import AuditEntry
 from .backend import COCKPIT, JobId
-from .bounded import LIST_BUDGET, bound
+from .bounded import bound_items
 from .mongo import check_envelope, document
 from .params import Args, answer_as, read_tool
 
@@ -56,8 +56,8 @@ class SearchResult(BaseModel):
     total: int = Field(description="entries in the trail")
     searched: int = Field(description="entries searched by this call")
     complete: bool = Field(description="searched to the end of the trail")
-    stopped: Literal["limit", "pages", "time", "error"] | None = Field(
-        description="why the search ended early"
+    stopped: Literal["limit", "pages", "time", "error", "size"] | None = Field(
+        description="why the search ended early (size: the result was full)"
     )
     next_offset: int | None = Field(description="offset to continue from")
     error: str | None = None
@@ -151,14 +151,16 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
         if stopped or not answer.has_more or not entries:
             break
         page, skip = page + 1, 0
+    shaped = bound_items(matches, hint=HINT)
+    if shaped.omitted:  # too many large matches for one result: continue at the first left out
+        stopped, position = "size", matches[len(shaped.items)]["position"]
     complete = stopped is None or (stopped == "limit" and position >= total)
-    shaped = bound(matches, budget=LIST_BUDGET, hint=HINT)
     return answer_as(
         SearchResult,
         {
             "job_id": args.job_id,
             "query": args.query,
-            "matches": shaped.value,
+            "matches": shaped.items,
             "total": total,
             "searched": position - args.offset,
             "complete": complete,

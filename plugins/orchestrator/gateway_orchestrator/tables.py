@@ -19,7 +19,7 @@ from gateway import ToolContext, ToolSpec
 from gateway.rest import Route, decode_json_string, gather, offset_page, rest_tool, to_utc_iso
 
 from .backend import COCKPIT
-from .bounded import LIST_BUDGET, bound
+from .bounded import bound_items
 from .masking import MASK, credential_keys, is_secret_name, mask_connection_url, mask_value
 from .params import Args, NoArgs, answer_as, read_tool
 
@@ -140,15 +140,18 @@ async def query_table(args: QueryArgs, ctx: ToolContext[Any]) -> TablePage:
         {k: (shapers.get(k) or cell_shaper(k, None))(v) for k, v in row.items()}
         for row in rows[start : start + args.limit]
     ]
-    shaped = bound(picked, budget=LIST_BUDGET, hint=HINT)
+    shaped = bound_items(picked, hint=HINT)  # rows that do not fit are left for next_offset
     return answer_as(
         TablePage,
         {
             "table": args.table_name,
             "columns": list(kinds),
-            "rows": shaped.value,
+            "rows": shaped.items,
             **offset_page(
-                total=pages[0].total, offset=args.offset, limit=args.limit, returned=len(picked)
+                total=pages[0].total,
+                offset=args.offset,
+                limit=args.limit,
+                returned=len(shaped.items),
             ),
             "truncated_texts": shaped.truncated,
         },

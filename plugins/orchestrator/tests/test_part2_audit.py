@@ -5,6 +5,7 @@ get_llm_request."""
 from __future__ import annotations
 
 import pytest
+from gateway_orchestrator.bounded import LIST_CAP
 from gateway_orchestrator.testing import FakeOrchestrator
 from gateway_orchestrator.testing import seed as ids
 from part2_support import orchestrator_gateway, size
@@ -198,3 +199,16 @@ async def test_an_answer_of_another_shape_is_a_backend_error_naming_it(
             result = await gw.call(tool, args)
     assert result.code == "BACKEND_ERROR", result.payload
     assert "unexpected shape" in result.payload["error"]["message"]
+
+
+async def test_a_page_too_large_for_any_cut_keeps_its_leading_entries(orch_mongo, tmp_path):
+    arguments = {f"option_{k}": k for k in range(60)}  # no text to cut: keys and numbers
+    for _ in range(200):
+        orch_mongo.state.add_audit_entry(ids.JOB_COMPLETED, "tool", tool={"arguments": arguments})
+    async with orchestrator_gateway(orch_mongo.url, tmp_path) as gw:
+        result = await gw.call("get_audit_trail", {"job_id": ids.JOB_COMPLETED, "page_size": 200})
+    page = result.payload
+    kept = len(page["entries"])
+    assert 0 < kept < 200 and page["omitted_entries"] == 200 - kept
+    assert [e["step_number"] for e in page["entries"]] == list(range(1, kept + 1))
+    assert size(page) <= LIST_CAP * 1.1  # the entries fit; typed fields they lack add nulls

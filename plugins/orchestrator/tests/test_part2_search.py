@@ -135,3 +135,26 @@ async def test_an_offset_past_the_end_searches_nothing(orch_mongo, tmp_path):
         ).payload
     assert (found["matches"], found["searched"], found["complete"]) == ([], 0, True)
     assert orch_mongo.requests[0].query == {"page": "6", "pageSize": "100", "filter": "all"}
+
+
+async def test_a_full_result_stops_the_search_where_the_next_call_continues(tmp_path):
+    with FakeOrchestrator(mongo=True) as api:
+        arguments = {f"flag_{k}": k for k in range(80)}
+        for _ in range(150):
+            api.state.add_audit_entry(JOB, "tool", tool={"name": "grep", "arguments": arguments})
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
+            first = (
+                await gw.call("search_audit", {"job_id": JOB, "query": "GREP", "limit": 100})
+            ).payload
+            rest = (
+                await gw.call(
+                    "search_audit",
+                    {"job_id": JOB, "query": "grep", "limit": 100, "offset": first["next_offset"]},
+                )
+            ).payload
+    kept = len(first["matches"])
+    assert first["stopped"] == "size" and first["complete"] is False
+    assert first["next_offset"] == kept == first["searched"]
+    positions = [m["position"] for m in first["matches"] + rest["matches"]]
+    assert positions == list(range(len(positions)))  # continued, nothing repeated or skipped
+    assert len(positions) > kept

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from gateway_orchestrator.bounded import FLOOR, bound, clip, common_limit
+from gateway_orchestrator.bounded import FLOOR, bound, bound_items, clip, common_limit
 from gateway_orchestrator.masking import (
     credential_keys,
     is_secret_name,
@@ -155,3 +155,19 @@ def test_credentials_are_their_key_names_and_texts_lose_passwords():
 )
 def test_mongo_times_are_utc(raw, utc):
     assert mongo_time(raw) == utc
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    items=st.lists(st.dictionaries(st.text(max_size=6), st.integers() | texts), max_size=40),
+    cap=st.integers(100, 5_000),
+)
+def test_bound_items_keeps_the_leading_items_that_fit(items, cap):
+    shaped = bound_items(items, hint="fewer", budget=cap, cap=cap)
+    kept = shaped.items
+    assert shaped.omitted == len(items) - len(kept)
+    assert len(kept) == len(items) or len(kept) >= 1  # always progress
+    for old, new in zip(items, kept, strict=False):
+        assert set(old) == set(new)  # the same items, in order, texts perhaps cut
+    if len(kept) > 1 and shaped.omitted:
+        assert _size(kept) <= cap
