@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from gateway import ToolContext, ToolSpec
 
 from .backend import COCKPIT, JobId
-from .bounded import bound, bound_items
+from .bounded import bound, bound_items, size_of
 from .mongo import MONGO_STATUS, Envelope, MongoTime, check_envelope, document
 from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize, answer_as, read_tool
 
@@ -186,6 +186,8 @@ class GraphChanges(BaseModel):
     deltas: list[GraphDelta]
     snapshots: list[GraphSnapshot]
     truncated_texts: int = Field(description=f"texts cut to fit; {DOC_HINT} to see more")
+    omitted_deltas: int = Field(0, description=f"last deltas left out to fit; {DOC_HINT}")
+    omitted_snapshots: int = Field(0, description=f"earliest snapshots left out; {DOC_HINT}")
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -205,28 +207,48 @@ def snake_keys(value: Any) -> Any:
     return value
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 async def get_graph_changes(args: DocArgs, ctx: ToolContext[Any]) -> GraphChanges:
+    what = f"the graph changes of job {args.job_id}"
     data = await ctx.rest(COCKPIT).request(
         "GET",
         "/api/graph/changes/{job_id}",
         path_params={"job_id": args.job_id},
         status=MONGO_STATUS,
-        what=f"the graph changes of job {args.job_id}",
+        what=what,
     )
-    shaped = bound(snake_keys(data), budget=args.max_chars, hint=DOC_HINT)
-    doc = shaped.value if isinstance(shaped.value, dict) else {}
-    return answer_as(
-        GraphChanges,
-        {
-            "job_id": doc.get("job_id") or args.job_id,
-            "time_range": doc.get("time_range"),
-            "summary": doc.get("summary") or {},
-            "deltas": doc.get("deltas") or [],
-            "snapshots": doc.get("snapshots") or [],
-            "truncated_texts": shaped.truncated,
-        },
-        f"the graph changes of job {args.job_id}",
-    )
+    if not isinstance(data, dict):
+        return answer_as(GraphChanges, data, what)  # the BACKEND_ERROR that names the shape
+    doc = snake_keys(data)
+    shaped = bound(doc, budget=args.max_chars, hint=DOC_HINT)
+    out = {
+        "job_id": doc.get("job_id") or args.job_id,
+        "time_range": doc.get("time_range"),
+        "summary": doc.get("summary") or {},
+        "deltas": _list(shaped.value.get("deltas")),
+        "snapshots": _list(shaped.value.get("snapshots")),
+        "truncated_texts": shaped.truncated,
+    }
+    if size_of(out) > args.max_chars * 1.1:
+        # Graph states are many small values that no cut of texts shrinks: keep the first
+        # deltas and the latest snapshots that fit, each in half of the budget at most.
+        half = args.max_chars // 2
+        latest = bound_items(
+            _list(doc.get("snapshots"))[::-1], hint=DOC_HINT, budget=half, cap=half
+        )
+        room = args.max_chars - size_of(latest.items) - 500
+        first = bound_items(_list(doc.get("deltas")), hint=DOC_HINT, budget=room, cap=room)
+        out.update(
+            deltas=first.items,
+            snapshots=latest.items[::-1],
+            truncated_texts=first.truncated + latest.truncated,
+            omitted_deltas=first.omitted,
+            omitted_snapshots=latest.omitted,
+        )
+    return answer_as(GraphChanges, out, what)
 
 
 # --- one LLM request ----------------------------------------------------------------------

@@ -92,14 +92,15 @@ def common_limit(lengths: list[int], room: int, ceiling: int) -> int:
     return low
 
 
-def _size(value: Any) -> int:
+def size_of(value: Any) -> int:
+    """Characters of ``value`` as compact JSON (what Claude Code hands the model)."""
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def _common_limit_for(value: Any, budget: int, ceiling: int) -> tuple[int | None, int]:
     """The length every string of ``value`` is cut at (None: it fits as it is), and the size
     of ``value``'s JSON."""
-    size = _size(value)
+    size = size_of(value)
     if size <= min(budget, ceiling):  # no string can be longer than the whole
         return None, size
     lengths: list[int] = []
@@ -144,7 +145,7 @@ def bound_items(
     if limit is not None:
         count = [0]
         cut: list[Any] = _cut(items, limit, hint, count)
-        if _size(cut) <= cap:
+        if size_of(cut) <= cap:
             return BoundedItems(cut, count[0], 0)
     # Too many items for any cut of their texts: keep the leading ones that fit.
     kept: list[Any] = []
@@ -153,7 +154,7 @@ def bound_items(
     for item in items:
         count = [0]
         one = item if limit is None else _cut(item, limit, hint, count)
-        used += _size(one) + 1
+        used += size_of(one) + 1
         if used > cap and kept:
             break
         kept.append(one)

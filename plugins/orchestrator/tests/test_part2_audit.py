@@ -212,3 +212,44 @@ async def test_a_page_too_large_for_any_cut_keeps_its_leading_entries(orch_mongo
     assert 0 < kept < 200 and page["omitted_entries"] == 200 - kept
     assert [e["step_number"] for e in page["entries"]] == list(range(1, kept + 1))
     assert size(page) <= LIST_CAP * 1.1  # the entries fit; typed fields they lack add nulls
+
+
+async def test_a_huge_graph_history_keeps_the_first_deltas_and_the_latest_snapshots(
+    orch_mongo, tmp_path
+):
+    nodes = {f"n{k}": {"label": "Requirement", "rank": k} for k in range(40)}
+    orch_mongo.state.graph_changes[JOB] = {
+        "jobId": JOB,
+        "timeRange": None,
+        "summary": {"totalToolCalls": 300, "graphToolCalls": 300},
+        "snapshots": [
+            {
+                "timestamp": "2026-11-22T09:20:00Z",
+                "toolCallIndex": i,
+                "nodes": nodes,
+                "relationships": {},
+            }
+            for i in range(300)
+        ],
+        "deltas": [
+            {
+                "timestamp": "2026-11-22T09:25:00.000Z",
+                "toolCallIndex": i,
+                "cypherQuery": f"CREATE (n{i})",
+                "toolCallId": f"call_{i}",
+                "stepNumber": i,
+                "changes": {"nodesCreated": 1},
+            }
+            for i in range(300)
+        ],
+    }
+    async with orchestrator_gateway(orch_mongo.url, tmp_path) as gw:
+        result = await gw.call("get_graph_changes", {"job_id": JOB})
+    changes = result.payload
+    assert size(changes) <= 20_000 * 1.2
+    assert changes["omitted_snapshots"] > 0 and changes["omitted_deltas"] > 0
+    snapshots = [s["tool_call_index"] for s in changes["snapshots"]]
+    assert snapshots == list(range(300 - len(snapshots), 300))  # the latest, in order
+    deltas = [d["tool_call_index"] for d in changes["deltas"]]
+    assert deltas == list(range(len(deltas)))  # the first, in order
+    assert len(deltas) + changes["omitted_deltas"] == 300
