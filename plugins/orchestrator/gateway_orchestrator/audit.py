@@ -288,9 +288,11 @@ class LlmRequest(BaseModel):
     request: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
     truncated_texts: int = Field(description=f"texts cut to fit; {DOC_HINT} to see more")
+    omitted_messages: int = Field(0, description=f"earliest messages left out; {DOC_HINT}")
 
 
 async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmRequest:
+    what = f"LLM request {args.doc_id}"
     data = await ctx.rest(COCKPIT).request(
         "GET",
         "/api/requests/{doc_id}",
@@ -299,9 +301,8 @@ async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmReq
             **MONGO_STATUS,
             404: "no LLM request {doc_id}; the ids come from get_audit_trail entries",
         },
-        what=f"LLM request {args.doc_id}",
+        what=what,
     )
-    what = f"LLM request {args.doc_id}"
     if not isinstance(data, dict):
         return answer_as(LlmRequest, data, what)  # the BACKEND_ERROR that names the shape
     doc = document(data, drop=())
@@ -314,7 +315,17 @@ async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmReq
         else:
             doc.pop("metrics")
     shaped = bound(doc, budget=args.max_chars, hint=DOC_HINT)
-    return answer_as(LlmRequest, {**shaped.value, "truncated_texts": shaped.truncated}, what)
+    out = {**shaped.value, "truncated_texts": shaped.truncated}
+    request = doc.get("request")
+    if size_of(out) > args.max_chars * 1.1 and isinstance(request, dict):
+        # A long conversation is many messages no cut of texts shrinks enough: keep the latest.
+        messages = _list(request.get("messages"))
+        rest = {**shaped.value, "request": {**shaped.value["request"], "messages": []}}
+        room = args.max_chars - size_of(rest)
+        latest = bound_items(messages[::-1], hint=DOC_HINT, budget=room, cap=room)
+        rest["request"]["messages"] = latest.items[::-1]
+        out = {**rest, "truncated_texts": latest.truncated, "omitted_messages": latest.omitted}
+    return answer_as(LlmRequest, out, what)
 
 
 # --- the specs ------------------------------------------------------------------------------

@@ -253,3 +253,16 @@ async def test_a_huge_graph_history_keeps_the_first_deltas_and_the_latest_snapsh
     deltas = [d["tool_call_index"] for d in changes["deltas"]]
     assert deltas == list(range(len(deltas)))  # the first, in order
     assert len(deltas) + changes["omitted_deltas"] == 300
+
+
+async def test_a_long_conversation_keeps_its_latest_messages(orch_mongo, tmp_path):
+    messages = [{"role": "user", "content": f"message {i}: " + "w" * 300} for i in range(400)]
+    orch_mongo.state.add_llm_request(
+        JOB, _id="b" * 24, request={"messages": messages, "tools": []}, response={"content": "ok"}
+    )
+    async with orchestrator_gateway(orch_mongo.url, tmp_path) as gw:
+        doc = (await gw.call("get_llm_request", {"doc_id": "b" * 24})).payload
+    kept = [m["content"].split(":")[0] for m in doc["request"]["messages"]]
+    assert doc["omitted_messages"] == 400 - len(kept) > 0
+    assert kept == [f"message {i}" for i in range(400 - len(kept), 400)]
+    assert doc["response"] == {"content": "ok"} and size(doc) <= 20_000 * 1.1
