@@ -155,7 +155,7 @@ async def measure(url: str, args: argparse.Namespace) -> list[str]:
                 args.calls,
             ),
             (
-                "`query_table` 500 rows (cut to the 40,000-character budget)",
+                "`query_table` limit 500 (texts cut; the leading rows that fit 60,000 characters)",
                 table(1, 500),
                 tool("query_table", {"table_name": "requirements", "limit": 500}),
                 max(10, args.calls // 5),
