@@ -144,7 +144,8 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
                     stopped = "limit"
                     break
         pages += 1
-        planned = min(MAX_PAGES, max(pages, math.ceil((total - args.offset) / SEARCH_PAGE)))
+        first_page = args.offset // SEARCH_PAGE + 1
+        planned = min(MAX_PAGES, max(pages, math.ceil(total / SEARCH_PAGE) - first_page + 1))
         await ctx.progress(
             pages, planned, f"searched page {page} ({position} of {total}): {len(matches)} matches"
         )

@@ -158,3 +158,18 @@ async def test_a_full_result_stops_the_search_where_the_next_call_continues(tmp_
     positions = [m["position"] for m in first["matches"] + rest["matches"]]
     assert positions == list(range(len(positions)))  # continued, nothing repeated or skipped
     assert len(positions) > kept
+
+
+async def test_progress_counts_the_pages_left_from_an_unaligned_offset(tmp_path):
+    with FakeOrchestrator(mongo=True) as api:
+        trail(api, 250)
+        progress = []
+
+        async def report(done, total, message):
+            progress.append((done, total))
+
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
+            args = {"job_id": JOB, "query": "needle", "limit": 100, "offset": 50}
+            found = (await gw.pipeline.call("search_audit", args, progress=report)).payload
+    assert progress == [(1, 3), (2, 3), (3, 3)]  # pages 1 (from entry 50), 2 and 3
+    assert found["searched"] == 200 and found["complete"] is True
