@@ -115,7 +115,11 @@ def create_job_guided(args: CreateArgs, ctx: PromptContext) -> str:
         ', datasource_ids=["<uuid>"])' if ctx.has("list_datasources") else ")"
     )
     steps.append(
-        decision(ctx, mutations=[create], otherwise="the create_job arguments you would use")
+        decision(
+            ctx,
+            mutations=[create],
+            otherwise="the description, expert and datasources you would use",
+        )
     )
     if ctx.has("assign_job", "list_agents"):
         steps += [
