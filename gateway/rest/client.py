@@ -189,25 +189,13 @@ class RestClient:
     async def read_capped(self, resp: httpx.Response, what: str) -> bytes:
         """The whole (decompressed) body, refused past the backend's ``max_response_bytes``."""
         declared = resp.headers.get("Content-Length", "")
-        if (
-            declared.isdigit()
-            and int(declared) > self.cap
-            and "Content-Encoding" not in resp.headers
-        ):
+        encoded = "Content-Encoding" in resp.headers
+        if declared.isdigit() and int(declared) > self.cap and not encoded:
             raise self._too_large(what)
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
-                if size > self.cap:
-                    raise self._too_large(what)
-                chunks.append(chunk)
-        except httpx.TimeoutException:
-            raise self._slow(what) from None
-        except httpx.HTTPError as exc:
-            raise self._malformed(what, exc) from None
-        return b"".join(chunks)
+        data, complete = await self.read_prefix(resp, self.cap, what)
+        if not complete:
+            raise self._too_large(what)
+        return data
 
     async def read_prefix(self, resp: httpx.Response, limit: int, what: str) -> tuple[bytes, bool]:
         """At most ``limit`` bytes of the (decompressed) body, and whether that was all of it;
