@@ -346,7 +346,7 @@ def bench_latency(args: argparse.Namespace) -> bool:
             + ("" if args.sdk else " --no-sdk"),
             load,
         )
-        + f"- Method: both servers running, calls alternate bare, gateway, bare, …; each call is "
+        + f"- Method: both servers running, calls alternate in A B, B A order (bare, gateway, then gateway, bare, …); each call is "
         f"send → wait for the response → next. {args.warmup} warm-up calls each are dropped, then "
         f"{args.calls} calls each; every response checked (`structuredContent` == `{{y: x + 1}}`, "
         "text content equal, no error).\n\n"

@@ -177,7 +177,7 @@ def main() -> None:
         f"- rerun: `{command}` (median of {runs} runs each; everything in the same run)",
         f"- change: {DIRS * FILES_PER_DIR} files in {DIRS} directories, {numstat}; "
         f"diff text {len(reference):,} characters",
-        "- server: the Gitea-compatible test server of `plugins/gitea/tests/fake_gitea.py` "
+        "- server: the Gitea-compatible test server of `plugins/gitea/gateway_gitea/testing/fake.py` "
         "(real HTTP on 127.0.0.1, a real git repository behind it, ThreadingHTTPServer)",
         "",
         "## 200 files / 20,000 changed lines",
