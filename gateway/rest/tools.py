@@ -114,6 +114,38 @@ def validate_answer(model: type[BaseModel], data: Any, title: str, what: str) ->
         ) from None
 
 
+def backend_tool(
+    backend: RestBackend,
+    *,
+    name: str,
+    description: str,
+    input_model: type[BaseModel],
+    handler: Any,
+    output_model: type[BaseModel] | None = None,
+    tier: Tier | str = Tier.READ,
+    mutation: Mutation | None = None,
+    title: str | None = None,
+    timeout: float | None = None,
+    max_result_chars: int | None = None,
+) -> ToolSpec:
+    """A tool with a handler of its own that calls ``backend`` (``ctx.rest(backend)``): its
+    breaker and configuration gate the tool, which is marked open-world (it reaches outside)."""
+    return ToolSpec(
+        name=name,
+        title=title,
+        description=description,
+        input_model=input_model,
+        output_model=output_model,
+        handler=handler,
+        tier=tier,
+        mutation=mutation,
+        timeout=timeout,
+        backend=backend,
+        open_world=True,
+        max_result_chars=max_result_chars,
+    )
+
+
 def rest_tool(
     backend: RestBackend,
     route: Route,
@@ -140,7 +172,8 @@ def rest_tool(
         return validate_answer(output_model, data, backend.title, route.describe(dict(args)))
 
     handler.__name__ = name
-    return ToolSpec(
+    return backend_tool(
+        backend,
         name=name,
         title=title,
         description=description,
@@ -150,8 +183,6 @@ def rest_tool(
         tier=tier,
         mutation=mutation,
         timeout=timeout,
-        backend=backend,
-        open_world=True,
         max_result_chars=max_result_chars,
     )
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, TypeVar, cast, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import ErrorCode, Tier, ToolContext, ToolSpec
-from gateway.rest import RestBackend, Route, validate_answer
+from gateway import ErrorCode, ToolContext, ToolSpec
+from gateway.rest import RestBackend, Route, backend_tool, validate_answer
 
 COCKPIT = RestBackend.define(
     "cockpit",
@@ -101,4 +101,4 @@ async def require_job(ctx: ToolContext[Any], job_id: str) -> None:
 
 def read_tool(**spec: Any) -> ToolSpec:
     """A read tool of this plugin: bound to ``COCKPIT`` (its breaker, health and settings)."""
-    return ToolSpec(tier=Tier.READ, backend=COCKPIT, open_world=True, **spec)
+    return backend_tool(COCKPIT, **spec)

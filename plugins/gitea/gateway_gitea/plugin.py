@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gateway import Tier, ToolSpec, hookimpl
+from gateway import ToolSpec, hookimpl
+from gateway.rest import backend_tool
 
 from . import tools
 from .models import (
@@ -37,7 +38,7 @@ def plugin_settings() -> type[BaseModel]:
 
 
 def _spec(**kwargs: Any) -> ToolSpec:
-    return ToolSpec(tier=Tier.READ, backend=GITEA, open_world=True, **kwargs)
+    return backend_tool(GITEA, **kwargs)
 
 
 @hookimpl

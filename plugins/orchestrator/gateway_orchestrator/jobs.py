@@ -17,7 +17,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from gateway import ErrorCode, GatewayError, Mutation, Tier, ToolContext, ToolSpec
-from gateway.rest import Failure, Route, UtcTimestamp, gather, rest_tool, validate_answer
+from gateway.rest import (
+    Failure,
+    Route,
+    UtcTimestamp,
+    backend_tool,
+    gather,
+    rest_tool,
+    validate_answer,
+)
 
 from .backend import COCKPIT, AgentId, DatasourceId, JobId
 from .lookup import NO_JOB, no_job, read_job
@@ -381,15 +389,13 @@ async def test_datasource(args: DatasourceArgs, ctx: ToolContext[Any]) -> Dataso
 
 def tools() -> list[ToolSpec]:
     return [
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="list_jobs",
             description="Orchestrator jobs, newest first.",
             input_model=ListJobsArgs,
             output_model=JobList,
             handler=list_jobs,
-            tier=Tier.READ,
-            backend=COCKPIT,
-            open_world=True,
         ),
         rest_tool(
             COCKPIT,
@@ -399,15 +405,13 @@ def tools() -> list[ToolSpec]:
             input_model=JobArgs,
             output_model=Job,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="get_todos",
             description="A job's current todos (counted by status) and archived todo lists.",
             input_model=JobArgs,
             output_model=Todos,
             handler=get_todos,
-            tier=Tier.READ,
-            backend=COCKPIT,
-            open_world=True,
         ),
         rest_tool(
             COCKPIT,
@@ -434,7 +438,8 @@ def tools() -> list[ToolSpec]:
                 idempotent=True,
             ),
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="resume_job_with_feedback",
             description="Send a job back to an agent, with feedback on what to change.",
             input_model=ResumeArgs,
@@ -449,10 +454,9 @@ def tools() -> list[ToolSpec]:
                 destructive=False,
                 idempotent=False,
             ),
-            backend=COCKPIT,
-            open_world=True,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="cancel_job",
             description="Stop a job and its agent.",
             input_model=JobArgs,
@@ -467,10 +471,9 @@ def tools() -> list[ToolSpec]:
                 destructive=True,
                 idempotent=True,
             ),
-            backend=COCKPIT,
-            open_world=True,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="create_job",
             description="Create a job for an agent (assign_job starts it).",
             input_model=CreateJobArgs,
@@ -484,10 +487,9 @@ def tools() -> list[ToolSpec]:
                 destructive=False,
                 idempotent=False,
             ),
-            backend=COCKPIT,
-            open_world=True,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="delete_job",
             description="Delete a job. A processing job's agent is not stopped and may be "
             "orphaned: cancel_job first.",
@@ -503,8 +505,6 @@ def tools() -> list[ToolSpec]:
                 destructive=True,
                 idempotent=True,
             ),
-            backend=COCKPIT,
-            open_world=True,
         ),
         rest_tool(
             COCKPIT,
@@ -533,14 +533,12 @@ def tools() -> list[ToolSpec]:
                 idempotent=True,
             ),
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="test_datasource",
             description="Check that a datasource can be reached.",
             input_model=DatasourceArgs,
             output_model=DatasourceTest,
             handler=test_datasource,
-            tier=Tier.READ,
-            backend=COCKPIT,
-            open_world=True,
         ),
     ]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gateway import ToolSpec
-from gateway.rest import validate_answer
+from gateway.rest import backend_tool, validate_answer
 
 from .backend import COCKPIT
 
@@ -55,15 +55,13 @@ def read_tool(
     **options: Any,
 ) -> ToolSpec:
     """A read tool of the orchestrator API (its breaker and health check gate it)."""
-    return ToolSpec(
+    return backend_tool(
+        COCKPIT,
         name=name,
         description=description,
         input_model=input_model,
         output_model=output_model,
         handler=handler,
-        tier="read",
-        backend=COCKPIT,
-        open_world=True,
         **options,
     )
 

@@ -16,8 +16,16 @@ from urllib.parse import quote
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import ErrorCode, GatewayError, Tier, ToolContext, ToolSpec
-from gateway.rest import Route, UtcTimestamp, gather, offset_page, rest_tool, validate_answer
+from gateway import ErrorCode, GatewayError, ToolContext, ToolSpec
+from gateway.rest import (
+    Route,
+    UtcTimestamp,
+    backend_tool,
+    gather,
+    offset_page,
+    rest_tool,
+    validate_answer,
+)
 
 from .backend import COCKPIT, JobId
 from .lookup import NO_JOB, read_job
@@ -368,27 +376,23 @@ def tools() -> list[ToolSpec]:
             input_model=JobArgs,
             output_model=Frozen,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="get_workspace_file",
             description="Read a text file of a job's live workspace (not git: get_job_file).",
             input_model=FileArgs,
             output_model=WorkspaceFile,
             handler=get_workspace_file,
-            tier=Tier.READ,
-            backend=COCKPIT,
-            open_world=True,
             max_result_chars=LARGE_RESULT,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="get_workspace_overview",
             description="A job's workspace at a glance: main files, workspace.md and plan.md, "
             "todos, archive count.",
             input_model=OverviewArgs,
             output_model=Overview,
             handler=get_workspace_overview,
-            tier=Tier.READ,
-            backend=COCKPIT,
-            open_world=True,
             max_result_chars=LARGE_RESULT,
         ),
         rest_tool(
@@ -404,15 +408,13 @@ def tools() -> list[ToolSpec]:
             input_model=JobArgs,
             output_model=Progress,
         ),
-        ToolSpec(
+        backend_tool(
+            COCKPIT,
             name="get_job_requirements",
             description="Requirements a job extracted.",
             input_model=RequirementsArgs,
             output_model=Requirements,
             handler=get_job_requirements,
-            tier=Tier.READ,
-            backend=COCKPIT,
-            open_world=True,
             max_result_chars=LARGE_RESULT,
         ),
     ]
