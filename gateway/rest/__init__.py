@@ -26,6 +26,7 @@ from .settings import RestSettings, env_suffix
 from .status import Failure, StatusRule, backend_reason
 from .tools import (
     JsonString,
+    OffsetPage,
     Route,
     UtcTimestamp,
     backend_tool,
@@ -39,6 +40,7 @@ from .tools import (
 __all__ = [
     "Failure",
     "JsonString",
+    "OffsetPage",
     "RestBackend",
     "RestSettings",
     "Route",

@@ -226,6 +226,16 @@ def to_utc_iso(value: Any) -> Any:
 UtcTimestamp = Annotated[str, BeforeValidator(to_utc_iso)]
 
 
+class OffsetPage(BaseModel):
+    """The paging fields of a result (what :func:`offset_page` fills): base of a page model."""
+
+    total: int
+    offset: int
+    limit: int
+    has_more: bool
+    next_offset: int | None = None
+
+
 def offset_page(*, total: int, offset: int, limit: int, returned: int) -> dict[str, Any]:
     """``has_more`` and ``next_offset`` for offset/limit paging with a known total."""
     next_offset = offset + returned

@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field
 
 from gateway import ToolContext, ToolSpec
-from gateway.rest import JsonString, Route, UtcTimestamp, offset_page
+from gateway.rest import JsonString, OffsetPage, Route, UtcTimestamp, offset_page
 
 from .backend import (
     SOURCE_TYPES,
@@ -62,14 +62,9 @@ class CitationsAnswer(Wire):
     total: int
 
 
-class CitationsPage(Wire):
+class CitationsPage(Wire, OffsetPage):
     job_id: str
     citations: list[CitationRow]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-    next_offset: int | None
 
 
 LIST_CITATIONS = Route(

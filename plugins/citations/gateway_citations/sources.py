@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from gateway import ToolContext, ToolSpec
-from gateway.rest import JsonString, Route, UtcTimestamp, offset_page
+from gateway.rest import JsonString, OffsetPage, Route, UtcTimestamp, offset_page
 
 from .backend import (
     Args,
@@ -55,14 +55,9 @@ class SourcesAnswer(Wire):
     total: int
 
 
-class SourcesPage(Wire):
+class SourcesPage(Wire, OffsetPage):
     job_id: str | None
     sources: list[SourceRow]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-    next_offset: int | None
 
 
 LIST_SOURCES = Route(

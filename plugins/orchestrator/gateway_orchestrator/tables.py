@@ -16,7 +16,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gateway import ToolContext, ToolSpec
-from gateway.rest import Route, decode_json_string, gather, offset_page, rest_tool, to_utc_iso
+from gateway.rest import (
+    OffsetPage,
+    Route,
+    decode_json_string,
+    gather,
+    offset_page,
+    rest_tool,
+    to_utc_iso,
+)
 
 from .backend import COCKPIT
 from .bounded import bound_items
@@ -66,15 +74,10 @@ class TableAnswer(BaseModel):
     total: int
 
 
-class TablePage(BaseModel):
+class TablePage(OffsetPage):
     table: str
     columns: list[str]
     rows: list[dict[str, Any]]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-    next_offset: int | None
     truncated_texts: int = Field(description=f"texts cut to fit; {HINT} to see more")
 
 

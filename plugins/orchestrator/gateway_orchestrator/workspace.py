@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gateway import ErrorCode, GatewayError, ToolContext, ToolSpec
 from gateway.rest import (
+    OffsetPage,
     Route,
     UtcTimestamp,
     backend_tool,
@@ -317,14 +318,9 @@ class Requirement(BaseModel):
     updated_at: UtcTimestamp | None = None
 
 
-class Requirements(BaseModel):
+class Requirements(OffsetPage):
     job_id: str
     requirements: list[Requirement]
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-    next_offset: int | None = None
 
 
 class _RequirementPage(BaseModel):
