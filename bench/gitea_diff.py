@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from gateway_gitea.testing import Builder, FakeGitea, git_out  # noqa: E402
+from gateway_gitea_testing import Builder, FakeGitea, git_out  # noqa: E402
 
 from gateway.testing import make_gateway  # noqa: E402
 
@@ -177,7 +177,7 @@ def main() -> None:
         f"- rerun: `{command}` (median of {runs} runs each; everything in the same run)",
         f"- change: {DIRS * FILES_PER_DIR} files in {DIRS} directories, {numstat}; "
         f"diff text {len(reference):,} characters",
-        "- server: the Gitea-compatible test server of `plugins/gitea/gateway_gitea/testing/fake.py` "
+        "- server: the Gitea-compatible test server of `testing/gitea/gateway_gitea_testing/fake.py` "
         "(real HTTP on 127.0.0.1, a real git repository behind it, ThreadingHTTPServer)",
         "",
         "## 200 files / 20,000 changed lines",

@@ -42,8 +42,8 @@ ENTRIES = 2_000
 SERVER = f"""
 import sys, time
 from datetime import timedelta
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 api = FakeOrchestrator(mongo=True).start()
 start = api.state.now() - timedelta(days=1)
 for i in range(1200):

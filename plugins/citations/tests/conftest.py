@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from gateway_orchestrator.testing import FakeOrchestrator
+from gateway_orchestrator_testing import FakeOrchestrator
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from mcp import Client, StdioServerParameters
 
 from gateway.testing import make_gateway, tool_error

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 
 from gateway.testing import (
     assert_backend_tools_degrade,

@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 import pytest
-from gateway_orchestrator.testing import RECORDINGS, RECORDINGS_INDEX, recorded_backend
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import RECORDINGS, RECORDINGS_INDEX, recorded_backend
+from gateway_orchestrator_testing import seed as ids
 
 from gateway.testing.backends import RecordedBackend, Recording
 

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from gateway_citations.search import plain_snippet
 from gateway_citations.sources import CONTENT_CAP
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from gateway_gitea.testing import (
+from gateway_gitea_testing import (
     OWNER,
     TOKEN,
     Builder,

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_gitea.testing import OWNER, TOKEN, Site
+from gateway_gitea_testing import OWNER, TOKEN, Site
 from jsonschema import Draft4Validator
 
 SWAGGER = json.loads((Path(__file__).parent / "gitea_swagger_subset.json").read_text())

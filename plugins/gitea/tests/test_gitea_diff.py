@@ -7,7 +7,7 @@ import subprocess
 import uuid
 
 import pytest
-from gateway_gitea.testing import OWNER, Builder, Site, git_out, lines
+from gateway_gitea_testing import OWNER, Builder, Site, git_out, lines
 
 pytestmark = pytest.mark.anyio
 

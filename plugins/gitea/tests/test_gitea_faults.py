@@ -10,7 +10,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from gateway_gitea.testing import OWNER, TOKEN, FakeGitea, Site
+from gateway_gitea_testing import OWNER, TOKEN, FakeGitea, Site
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from gateway_gitea.testing import TOKEN, Site
+from gateway_gitea_testing import TOKEN, Site
 
 from gateway.testing import (
     assert_backend_tools_degrade,

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from gateway_gitea.diff import TextLimit, quote_path
 from gateway_gitea.models import DiffArgs, FileArgs, ListFilesArgs
-from gateway_gitea.testing import OWNER, TOKEN, Builder, Site, git_out
+from gateway_gitea_testing import OWNER, TOKEN, Builder, Site, git_out
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError

@@ -7,7 +7,7 @@ from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from gateway_gitea.testing import OWNER, TOKEN, FakeGitea, Site, git_out
+from gateway_gitea_testing import OWNER, TOKEN, FakeGitea, Site, git_out
 
 pytestmark = pytest.mark.anyio
 

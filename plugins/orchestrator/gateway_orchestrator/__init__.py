@@ -1,6 +1,6 @@
 """mcp-gateway plugin for the agent orchestrator ("Debug Cockpit API"): jobs, agents, workspaces,
 audit history and database inspection over its REST API.
 
-``gateway_orchestrator.testing`` ships the stateful fake orchestrator and the recorded exchanges
-that the plugin's tests (and the citations plugin's) run against.
+The stateful fake orchestrator and the recorded exchanges that the plugin's tests (and the
+citations plugin's) run against are a distribution of their own, ``gateway_orchestrator_testing``.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from gateway_orchestrator.testing import FakeOrchestrator
+from gateway_orchestrator_testing import FakeOrchestrator
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from gateway_orchestrator.testing import FakeOrchestrator
+from gateway_orchestrator_testing import FakeOrchestrator
 
 
 def send(

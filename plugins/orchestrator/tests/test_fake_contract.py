@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gateway_orchestrator.testing import RECORDINGS, RECORDINGS_INDEX, FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import RECORDINGS, RECORDINGS_INDEX, FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from orch_http import send
 
 # Recordings deliberately not reproduced: endpoints no tool of the gateway calls, used by the

@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from gateway_orchestrator.testing import RECORDINGS, FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
-from gateway_orchestrator.testing.fulltext import lexemes, query_words, rank
+from gateway_orchestrator_testing import RECORDINGS, FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
+from gateway_orchestrator_testing.fulltext import lexemes, query_words, rank
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from orch_http import send

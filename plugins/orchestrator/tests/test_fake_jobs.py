@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from gateway_orchestrator.testing import Clock, FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import Clock, FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from orch_http import send
 
 

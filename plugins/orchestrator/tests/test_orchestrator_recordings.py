@@ -8,7 +8,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import httpx
-from gateway_orchestrator.testing import RECORDINGS, RECORDINGS_INDEX, recorded_backend
+from gateway_orchestrator_testing import RECORDINGS, RECORDINGS_INDEX, recorded_backend
 from orch_http import send
 
 PLUGIN = Path(__file__).resolve().parent.parent
@@ -17,13 +17,13 @@ PLUGIN = Path(__file__).resolve().parent.parent
 def test_every_recording_is_package_data():
     config = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["tool"]["setuptools"]
     data = config["package-data"]
-    assert "gateway_orchestrator.testing.recordings" in config["packages"]
+    assert "gateway_orchestrator_testing.recordings" in config["packages"]
     files = sorted(p.name for p in RECORDINGS.iterdir() if p.is_file())
     assert len(files) == 207
     assert all(
-        any(fnmatch(f, g) for g in data["gateway_orchestrator.testing.recordings"]) for f in files
+        any(fnmatch(f, g) for g in data["gateway_orchestrator_testing.recordings"]) for f in files
     )
-    assert RECORDINGS_INDEX.name in data["gateway_orchestrator.testing"]
+    assert RECORDINGS_INDEX.name in data["gateway_orchestrator_testing"]
     indexed = {row["file"] for row in json.loads(RECORDINGS_INDEX.read_text())}
     assert indexed == set(files)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio
 import pytest
-from gateway_gitea.testing import OWNER, TOKEN, FakeGitea, build_job_repo
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_gitea_testing import OWNER, TOKEN, FakeGitea, build_job_repo
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from mcp import Client, StdioServerParameters
 
 from gateway.testing import tool_error

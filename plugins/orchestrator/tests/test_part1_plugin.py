@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from part1_kit import PART1_TOOLS
 
 from gateway.testing import assert_backend_tools_degrade, assert_plugin_conforms, make_gateway

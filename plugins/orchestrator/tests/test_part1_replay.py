@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 import pytest
-from gateway_orchestrator.testing import RECORDINGS, RECORDINGS_INDEX, State, recorded_backend
-from gateway_orchestrator.testing import seed as ids
-from gateway_orchestrator.testing.jobs import job_detail
-from gateway_orchestrator.testing.seed import seed
+from gateway_orchestrator_testing import RECORDINGS, RECORDINGS_INDEX, State, recorded_backend
+from gateway_orchestrator_testing import seed as ids
+from gateway_orchestrator_testing.jobs import job_detail
+from gateway_orchestrator_testing.seed import seed
 from part1_kit import error, gateway_at, ok
 
 from gateway.testing.backends import Reply

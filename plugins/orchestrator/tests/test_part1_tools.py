@@ -6,8 +6,8 @@ told apart from empty answers. Workspace paths and long texts: test_part1_worksp
 from __future__ import annotations
 
 import pytest
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from orch_http import send
 from part1_kit import MUTATIONS, PART1_TOOLS, error, gateway_at, ok
 

@@ -9,8 +9,8 @@ import posixpath
 from urllib.parse import unquote
 
 import pytest
-from gateway_orchestrator.testing import seed as ids
 from gateway_orchestrator.workspace import check_workspace_path, workspace_url
+from gateway_orchestrator_testing import seed as ids
 from hypothesis import given
 from hypothesis import strategies as st
 from orch_http import send

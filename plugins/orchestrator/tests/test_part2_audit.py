@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from gateway_orchestrator.bounded import LIST_CAP
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from part2_support import orchestrator_gateway, size
 
 from gateway.testing.backends import Reply

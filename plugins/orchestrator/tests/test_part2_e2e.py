@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from mcp import Client, StdioServerParameters
 from part2_support import PART2_TOOLS
 

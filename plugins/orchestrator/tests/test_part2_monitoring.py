@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import seed as ids
 from part2_support import orchestrator_gateway
 
 pytestmark = pytest.mark.anyio

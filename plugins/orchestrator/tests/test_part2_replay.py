@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from gateway_orchestrator.testing import RECORDINGS_INDEX, recorded_backend
+from gateway_orchestrator_testing import RECORDINGS_INDEX, recorded_backend
 from part2_support import orchestrator_gateway
 
 pytestmark = pytest.mark.anyio

@@ -12,8 +12,8 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from gateway_orchestrator.bounded import LIST_CAP
 from gateway_orchestrator.tables import MAX_PAGE_SIZE, page_plan
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from part2_support import orchestrator_gateway, size

@@ -1,5 +1,5 @@
-"""Test support for the orchestrator API, shipped with the plugin (as ``gateway.testing`` ships
-with the core): the stateful fake and the recorded exchanges.
+"""Test support for the orchestrator API, a distribution of its own (never installed in a
+deployment): the stateful fake and the recorded exchanges.
 
 - :class:`FakeOrchestrator`: a real HTTP server answering like the orchestrator, seeded with the
   recorded scenario (:mod:`.seed` names its ids).

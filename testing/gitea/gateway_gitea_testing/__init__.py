@@ -1,4 +1,4 @@
-"""Test support shipped with the gitea plugin (like ``gateway.testing`` with the core).
+"""Test support for the gitea plugin, a distribution of its own (never installed in a deployment).
 
 - :class:`FakeGitea`: a Gitea-compatible HTTP server on 127.0.0.1 backed by real git
   repositories, with Gitea's documented quirks and fault switches.
