@@ -153,7 +153,7 @@ def _text(value: Any) -> str | None:
 def _job(row: tuple[Any, ...]) -> Job:
     # The values are made exactly what Job declares (int id, str or None), so construct without
     # re-validating 1000 descriptions of ~3 KB per page; the result is dumped from the model.
-    values = {k: _text(v) for k, v in zip(store.JOB_FIELDS, row, strict=True)}
+    values: dict[str, Any] = {k: _text(v) for k, v in zip(store.JOB_FIELDS, row, strict=True)}
     values["id"] = int(row[0])
     return Job.model_construct(**values)
 
@@ -251,7 +251,7 @@ class UpdateArgs(BaseModel):
 class UpdateItemResult(BaseModel):
     id: int
     success: bool
-    error: str | None = Field(None, description="Why this item was not applied.")
+    error: str | None = Field(default=None, description="Why this item was not applied.")
 
 
 class UpdateResult(BaseModel):
