@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import venv
 from pathlib import Path
@@ -211,7 +212,11 @@ def main(argv: list[str]) -> int:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(EXAMPLES_SITE), env.get("PYTHONPATH", "")) if p
         )
-        return _call([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
+        # Gateways without an audit_log write to the user's state directory; the tests' own
+        # (subprocesses too) write to a throw-away one.
+        with tempfile.TemporaryDirectory(prefix="mcp-gateway-test-state-") as state:
+            env["XDG_STATE_HOME"] = state
+            return _call([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
     if cmd == "lint":
         setup_lint()
         return lint()

@@ -10,19 +10,79 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from .config import ConfigError, load_config
+from .config import (
+    ConfigError,
+    GatewayConfig,
+    check_plugin_names,
+    check_plugin_tables,
+    label,
+    load_config,
+)
 from .health import HealthResult
+from .hookspecs import ENTRY_POINT_GROUP
+
+BUILTIN = "gateway"
+#: A bearer token guarding a non-loopback address must be at least this long.
+MIN_TOKEN_CHARS = 16
+
+
+def installed_plugins() -> dict[str, tuple[str, str]]:
+    """Entry point name → (distribution, version), from metadata alone: nothing is imported."""
+    import importlib.metadata as md
+
+    found = {}
+    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        found[ep.name] = (dist.name, dist.version) if dist is not None else ("unknown", "unknown")
+    return found
+
+
+def versions() -> str:
+    import importlib.metadata as md
+
+    from . import __version__
+
+    try:
+        core = md.version("mcp-plugin-gateway")
+    except md.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+        core = __version__
+    lines = [f"mcp-plugin-gateway {core}"]
+    for name, (dist, version) in sorted(installed_plugins().items()):
+        lines.append(f"plugin {name}: {dist} {version}")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(versions() + "\n")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
+    config_help = "TOML config file (default: $MCP_GATEWAY_CONFIG, else none)"
+    # Accepted after the subcommand too; SUPPRESS keeps a value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
     p = argparse.ArgumentParser(prog="mcp-gateway", description="A plugin-based MCP gateway.")
-    p.add_argument("--config", help="TOML config file (default: $MCP_GATEWAY_CONFIG, else none)")
+    p.add_argument("--config", default=None, help=config_help)
+    p.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="the core's and every installed plugin's distribution version",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    s = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
     s.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
@@ -32,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         ("tools", "list the tools a client will see: name, plugin, tier"),
         ("health", "run health checks; exit 1 if a required check fails"),
     ):
-        sp = sub.add_parser(name, help=text)
+        sp = sub.add_parser(name, parents=[common], help=text)
         sp.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "tools":
             sp.add_argument(
@@ -41,12 +101,15 @@ def _parser() -> argparse.ArgumentParser:
                 help="bytes and estimated tokens each tool costs the model on every turn",
             )
 
-    c = sub.add_parser("call", help="call one tool through the same pipeline; print its JSON")
+    c = sub.add_parser(
+        "call", parents=[common], help="call one tool through the same pipeline; print its JSON"
+    )
     c.add_argument("tool")
     c.add_argument("--args", default="{}", help="arguments as a JSON object")
 
     cc = sub.add_parser(
         "claude-config",
+        parents=[common],
         help="print the .mcp.json entry, the permissions block and the 'claude mcp add' line",
     )
     cc.add_argument(
@@ -82,12 +145,30 @@ def _json(obj: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C before serving began: the user knows; a traceback says nothing
+
+
+def _config_error(exc: ConfigError) -> int:
+    sys.stderr.write(f"mcp-gateway: {exc}\n")
+    return 2
+
+
+def _check_tables(gateway: Any, config: GatewayConfig) -> None:
+    """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
+    loaded plugin (or its REST backend) read."""
+    check_plugin_tables(config, set(installed_plugins()) | config.consulted_tables)
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = load_config(args.config)
+        check_plugin_names(config, set(installed_plugins()), builtin=BUILTIN)
     except ConfigError as exc:
-        sys.stderr.write(f"mcp-gateway: {exc}\n")
-        return 2
+        return _config_error(exc)
     from .errors import Sanitizer
     from .logs import configure_logging
 
@@ -111,13 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None]) -> int:
+def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[str], None]) -> int:
     import anyio
 
     from .app import build_gateway
     from .logs import configure_logging
 
     gateway = build_gateway(config)
+    try:
+        _check_tables(gateway, config)
+    except ConfigError as exc:
+        return _config_error(exc)
     # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
     configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
 
@@ -248,7 +333,7 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
     return 2  # pragma: no cover - argparse enforces the choices
 
 
-def _serve(args: argparse.Namespace, config: Any) -> int:
+def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     import anyio
 
     from .app import build_gateway
@@ -258,17 +343,40 @@ def _serve(args: argparse.Namespace, config: Any) -> int:
     if args.transport == "stdio":
         from .server import serve_stdio
 
+        interactive = sys.stdin is not None and sys.stdin.isatty()
         # Before any plugin is imported: from here on only the protocol reaches stdout.
         with protected_stdio() as wire:
             gateway = build_gateway(config)
+            try:
+                _check_tables(gateway, config)
+            except ConfigError as exc:
+                return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+            if interactive:  # a person started it by hand: say that it runs and how to stop
+                count = len(gateway.visible_tools())
+                sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
+                sys.stderr.flush()
             with contextlib.suppress(KeyboardInterrupt):
                 anyio.run(serve_stdio, gateway, wire)
         return 0
-    from .http import HttpSettingsError, serve_http
+    from .http import HttpSettingsError, is_loopback, serve_http
 
+    token = config.token.get_secret_value() if config.token else ""
+    if token and len(token) < MIN_TOKEN_CHARS and not is_loopback(args.host):
+        setting = label(config.origins.get("token", "token"), "token")
+        return _config_error(
+            ConfigError(
+                f"{setting}: {len(token)} characters is too short to guard the non-loopback "
+                f"address {args.host}; use at least {MIN_TOKEN_CHARS} (e.g. from "
+                "'python3 -c \"import secrets; print(secrets.token_urlsafe(32))\"')"
+            )
+        )
     with stdout_to_stderr():
         gateway = build_gateway(config)
+        try:
+            _check_tables(gateway, config)
+        except ConfigError as exc:
+            return _config_error(exc)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
         try:
             serve_http(gateway, host=args.host, port=args.port)

@@ -14,24 +14,40 @@ token = { "$env" = "GITEA_TOKEN" }   # secrets come from the environment
 ```
 Core variables are ``MCP_GATEWAY_*``; plugins declare their own (``GITEA_URL``) with
 :func:`env_field`. Precedence: environment, then file, then defaults.
+
+Every mistake is a :class:`ConfigError` whose message is one line: where the value came from
+(``file:line`` or the variable), the setting, what is wrong and the closest valid name.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from .configfile import TomlLines, closest
 
 ENV_PREFIX = "MCP_GATEWAY_"
+ConfirmEachCall = Literal["destructive", "mutations", "none"]
 #: Which tools Claude Code must confirm on every call, even in auto or bypass modes.
-CONFIRM_CHOICES = ("destructive", "mutations", "none")
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+SECTIONS = ("gateway", "plugins")
 
 
 class ConfigError(Exception):
@@ -43,126 +59,194 @@ def env_field(*names: str, default: Any = ..., description: str | None = None) -
     return Field(default, description=description, json_schema_extra={"env": list(names)})
 
 
-def _as_bool(name: str, value: str) -> bool:
-    v = value.strip().lower()
-    if v in _TRUE:
-        return True
-    if v in _FALSE:
-        return False
-    raise ConfigError(f"{name} must be one of 1/0/true/false, not {value!r}")
+def default_audit_log(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/mcp-gateway/audit.jsonl``, else ``~/.local/state/…``: the user's
+    state, not the project the gateway happens to be started in."""
+    state = env.get("XDG_STATE_HOME", "")
+    if not Path(state).is_absolute():  # the XDG spec: a relative value is invalid, ignore it
+        state = str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
+    return Path(state) / "mcp-gateway" / "audit.jsonl"
 
 
-def _as_list(value: str | list[str]) -> list[str]:
-    if isinstance(value, list):
-        return [str(v).strip() for v in value if str(v).strip()]
-    return [v.strip() for v in value.split(",") if v.strip()]
+class GatewaySettings(BaseModel):
+    """The ``[gateway]`` table. Each field is also the variable ``MCP_GATEWAY_<FIELD>``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server_name: str = Field("gateway", min_length=1, description="The server's MCP name")
+    read_only: bool = Field(False, description="Hide and refuse every mutation tool")
+    deny_tools: list[str] = Field(default_factory=list, description="Tools hidden and refused")
+    plugins: list[str] = Field(
+        default_factory=list, description="Allow-list of plugins; empty means every installed one"
+    )
+    disable_plugins: list[str] = Field(default_factory=list, description="Plugins not loaded")
+    providers: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Which plugin provides a tool or plugin name that two installed plugins both "
+            "claim: the tool or plugin name maps to the providing plugin's name or "
+            "distribution name"
+        ),
+    )
+    default_timeout: Seconds = Field(
+        30.0, description="Seconds per call unless a tool sets its own"
+    )
+    data_roots: list[Path] = Field(
+        default_factory=list,
+        description="Folders path arguments must stay inside; empty means the working directory",
+    )
+    audit_log: Path | None = Field(
+        None, description="Mutation audit log; unset means the user's state directory"
+    )
+    health_timeout: Seconds = Field(5.0, description="Seconds per health check by default")
+    health_cache_seconds: Seconds = Field(15.0, description="How long a health result is reused")
+    breaker_failures: int = Field(3, gt=0, description="Failures in a row that open a breaker")
+    breaker_reset_seconds: Seconds = Field(30.0, description="Then one probe call is let through")
+    resource_timeout: Seconds = Field(10.0, description="Per plugin open/close_resources")
+    load_timeout: Seconds = Field(5.0, description="Per plugin import and load-time hooks")
+    token: SecretStr | None = Field(None, description="Bearer token for the HTTP transport")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Host headers HTTP accepts")
+    allowed_origins: list[str] = Field(default_factory=list, description="Origins HTTP accepts")
+    confirm_each_call: ConfirmEachCall = Field(
+        "destructive", description="Which mutation tools Claude Code confirms on every call"
+    )
+    debug: bool = Field(False, description="Full tracebacks in the stderr log")
+    log_level: LogLevel = Field("INFO", description="Level of the stderr log")
+
+    @field_validator("token", mode="before")
+    @classmethod
+    def _empty_token_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @field_validator("log_level", "confirm_each_call", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        return value.strip().upper() if info.field_name == "log_level" else value.strip().lower()
 
 
-def resolve_env_refs(value: Any, env: Mapping[str, str]) -> Any:
-    """Replace every ``{"$env": "NAME"}`` in a config value by that variable (missing → drop)."""
-    if isinstance(value, dict):
-        if set(value) == {"$env"}:
-            return env.get(str(value["$env"]), _MISSING)
-        out = {k: resolve_env_refs(v, env) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v is not _MISSING}
-    if isinstance(value, list):
-        return [v for v in (resolve_env_refs(v, env) for v in value) if v is not _MISSING]
+class GatewayConfig(GatewaySettings):
+    """Core settings plus what the plugins read. Build with :func:`load_config`."""
+
+    data_roots: list[Path] = Field(default_factory=lambda: [Path.cwd()])
+    audit_log: Path = Field(default_factory=lambda: default_audit_log(os.environ))
+    plugin_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=lambda: dict(os.environ))
+    source: str = "embedded defaults"
+    #: Where each setting and ``[plugins.<name>]`` table came from, for error messages.
+    origins: dict[str, str] = Field(default_factory=dict)
+    _consulted: set[str] = PrivateAttr(default_factory=set)
+
+    def plugin_table(self, name: str) -> dict[str, Any]:
+        self._consulted.add(name)
+        return dict(self.plugin_tables.get(name, {}))
+
+    @property
+    def consulted_tables(self) -> set[str]:
+        """The ``[plugins.<name>]`` tables loaded plugins and their backends asked for."""
+        return set(self._consulted)
+
+
+_LISTS = {"deny_tools", "plugins", "disable_plugins", "allowed_hosts", "allowed_origins"}
+
+
+def _from_env(key: str, value: str, name: str) -> Any:
+    """A variable's text as the field's shape; scalars are left to the model to check."""
+    if key in _LISTS:
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if key == "data_roots":
+        return [v for v in value.split(os.pathsep) if v.strip()]
+    if key == "providers":
+        pairs = [p.strip() for p in value.split(",") if p.strip()]
+        bad = [p for p in pairs if p.count("=") != 1 or not all(s.strip() for s in p.split("="))]
+        if bad:
+            raise ConfigError(
+                f"{name}: {bad[0][:60]!r} is not NAME=PROVIDER; write e.g. "
+                f"{name}=get_job=orchestrator,queue=mcp-plugin-gateway-queue"
+            )
+        return {k.strip(): v.strip() for k, v in (p.split("=") for p in pairs)}
     return value
 
 
-_MISSING = object()
+def label(where: str, key: str, table: str = "gateway") -> str:
+    """``gw.toml:3: [gateway] read_only``, or just the variable (``MCP_GATEWAY_READ_ONLY``)."""
+    return where if where.startswith(ENV_PREFIX) else f"{where}: [{table}] {key}"
 
 
-@dataclass
-class GatewayConfig:
-    """Core settings. Build with :func:`load_config`."""
-
-    server_name: str = "gateway"
-    read_only: bool = False
-    deny_tools: list[str] = field(default_factory=list)
-    plugins: list[str] = field(default_factory=list)
-    disable_plugins: list[str] = field(default_factory=list)
-    default_timeout: float = 30.0
-    data_roots: list[Path] = field(default_factory=lambda: [Path.cwd()])
-    audit_log: Path = Path("data/gateway/audit.jsonl")
-    health_timeout: float = 5.0
-    health_cache_seconds: float = 15.0
-    breaker_failures: int = 3
-    breaker_reset_seconds: float = 30.0
-    resource_timeout: float = 10.0
-    load_timeout: float = 5.0
-    token: SecretStr | None = None
-    allowed_hosts: list[str] = field(default_factory=list)
-    allowed_origins: list[str] = field(default_factory=list)
-    confirm_each_call: str = "destructive"
-    debug: bool = False
-    log_level: str = "INFO"
-    plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    source: str = "embedded defaults"
-
-    def plugin_table(self, name: str) -> dict[str, Any]:
-        return dict(self.plugin_tables.get(name, {}))
+def _reason(key: str, error: Mapping[str, Any]) -> str:
+    value = error.get("input")
+    text = repr(value[:60]) if isinstance(value, str) else str(value)[:60]
+    shown = "" if key == "token" else f", not {text}"
+    kind = error["type"]
+    if kind in ("bool_parsing", "bool_type"):
+        return f"must be true or false{shown}"
+    if kind == "finite_number" or (isinstance(value, float) and not math.isfinite(value)):
+        return f"must be a finite number greater than 0{shown}"
+    if kind in ("greater_than", "greater_than_equal"):
+        return f"must be greater than {error['ctx'].get('gt', error['ctx'].get('ge')):g}{shown}"
+    if kind == "literal_error":
+        choices = get_args(GatewaySettings.model_fields[key].annotation)
+        hint = closest(str(value), choices, upper=True)
+        return f"must be one of {', '.join(choices)}{shown}{hint}"
+    return f"{error['msg'][:1].lower()}{error['msg'][1:]}{shown}"
 
 
-_GATEWAY_KEYS: dict[str, str] = {
-    # key in [gateway] -> kind
-    "server_name": "str",
-    "read_only": "bool",
-    "deny_tools": "list",
-    "plugins": "list",
-    "disable_plugins": "list",
-    "default_timeout": "float",
-    "data_roots": "paths",
-    "audit_log": "path",
-    "health_timeout": "float",
-    "health_cache_seconds": "float",
-    "breaker_failures": "int",
-    "breaker_reset_seconds": "float",
-    "resource_timeout": "float",
-    "load_timeout": "float",
-    "token": "secret",
-    "allowed_hosts": "list",
-    "allowed_origins": "list",
-    "confirm_each_call": "confirm",
-    "debug": "bool",
-    "log_level": "str",
-}
-
-
-def _convert(key: str, kind: str, value: Any, where: str) -> Any:
+def _validate(values: dict[str, Any], origins: Mapping[str, str]) -> GatewaySettings:
     try:
-        if kind == "bool":
-            return _as_bool(where, value) if isinstance(value, str) else bool(value)
-        if kind == "list":
-            return _as_list(value)
-        if kind == "float":
-            f = float(value)
-            if f <= 0:
-                raise ValueError("must be positive")
-            return f
-        if kind == "int":
-            i = int(value)
-            if i <= 0:
-                raise ValueError("must be positive")
-            return i
-        if kind == "path":
-            return Path(str(value))
-        if kind == "paths":
-            items = value.split(os.pathsep) if isinstance(value, str) else list(value)
-            return [Path(str(p)) for p in items if str(p).strip()]
-        if kind == "confirm":
-            choice = str(value).strip().lower()
-            if choice not in CONFIRM_CHOICES:
-                raise ValueError(f"use one of {', '.join(CONFIRM_CHOICES)}, not {value!r}")
-            return choice
-        if kind == "secret":
-            return SecretStr(str(value)) if str(value) else None
-        return str(value)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: invalid value for {key} ({exc})") from None
+        return GatewaySettings.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        key = str(error["loc"][0]) if error["loc"] else "(settings)"
+        item = ".".join(str(p) for p in error["loc"][1:])
+        setting = label(origins.get(key, key), key) + (f"[{item}]" if item else "")
+        raise ConfigError(f"{setting}: {_reason(key, error)}") from None
+
+
+def _resolve_refs(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """Every ``{"$env": "NAME"}`` replaced by that variable; an unset one is an error."""
+    if isinstance(value, dict):
+        if set(value) == {"$env"}:
+            name = str(value["$env"])
+            if name not in env:
+                raise ConfigError(f"{where}: $env variable {name} is not set")
+            return env[name]
+        return {k: _resolve_refs(v, env, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_refs(v, env, where) for v in value]
+    return value
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], TomlLines]:
+    try:
+        text = path.read_bytes().decode()
+        return tomllib.loads(text), TomlLines(path.name, text)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path.name!r} not found") from None
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path.name!r} cannot be read: {exc}") from None
+
+
+def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
+    fields = GatewaySettings.model_fields
+    for key, value in data.items():
+        if key in SECTIONS and isinstance(value, dict):
+            continue
+        where = lines.where((key,))
+        if key in SECTIONS:
+            raise ConfigError(f"{where}: {key} must be a table ([{key}])")
+        if key in fields:
+            raise ConfigError(f"{where}: {key} belongs in the [gateway] table")
+        hint = closest(key, SECTIONS, template="[{}]")
+        raise ConfigError(f"{where}: unknown section [{key}] (known: [gateway], [plugins.*]){hint}")
+    for key in data.get("gateway", {}):
+        if key not in fields:
+            hint = closest(key, list(fields))
+            where = lines.where(("gateway", key))
+            raise ConfigError(f"{where}: [gateway] {key}: unknown setting{hint}")
+    for name, table in data.get("plugins", {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{lines.where(('plugins', name))}: [plugins.{name}] must be a table")
 
 
 def load_config(
@@ -177,50 +261,84 @@ def load_config(
     base = (cwd or Path.cwd()).resolve()
     path = path or env.get(f"{ENV_PREFIX}CONFIG") or None
     data: dict[str, Any] = {}
+    lines = TomlLines("", "")
     source = "embedded defaults"
     if path:
-        p = Path(path)
-        try:
-            with p.open("rb") as fh:
-                data = tomllib.load(fh)
-        except FileNotFoundError:
-            raise ConfigError(f"config file {p.name!r} not found") from None
-        except (tomllib.TOMLDecodeError, OSError) as exc:
-            raise ConfigError(f"config file {p.name!r} cannot be read: {exc}") from None
-        source = p.name
+        data, lines = _read_file(Path(path))
+        source = Path(path).name
+        _check_sections(data, lines)
 
-    gw_table = resolve_env_refs(data.get("gateway", {}), env)
-    unknown = set(gw_table) - set(_GATEWAY_KEYS)
-    if unknown:
-        raise ConfigError(f"[gateway]: unknown setting(s) {', '.join(sorted(unknown))}")
+    fields = GatewaySettings.model_fields
     values: dict[str, Any] = {}
-    for key, kind in _GATEWAY_KEYS.items():
-        if key in gw_table:
-            values[key] = _convert(key, kind, gw_table[key], f"[gateway] {key}")
-        env_name = f"{ENV_PREFIX}{key.upper()}"
-        if env_name in env:
-            values[key] = _convert(key, kind, env[env_name], env_name)
+    origins: dict[str, str] = {}
+    for key, value in data.get("gateway", {}).items():
+        origins[key] = lines.where(("gateway", key))
+        values[key] = _resolve_refs(value, env, f"{origins[key]}: [gateway] {key}")
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}CONFIG" or value == "":
+            continue  # an empty variable counts as unset
+        key = name[len(ENV_PREFIX) :].lower()
+        if key not in fields:
+            hint = closest(key, list(fields), template=ENV_PREFIX + "{}", upper=True)
+            raise ConfigError(f"{name}: unknown setting{hint}")
+        values[key], origins[key] = _from_env(key, value, name), name
     for key, value in (overrides or {}).items():
-        if key not in _GATEWAY_KEYS:
-            raise ConfigError(f"unknown gateway setting {key!r}")
-        values[key] = _convert(key, _GATEWAY_KEYS[key], value, key)
+        if key not in fields:
+            raise ConfigError(f"unknown gateway setting {key!r}{closest(key, list(fields))}")
+        values[key], origins[key] = value, key
+    for key in _LISTS & set(values):
+        if isinstance(values[key], list):
+            values[key] = [v.strip() if isinstance(v, str) else v for v in values[key]]
+            values[key] = [v for v in values[key] if v != ""]
+    settings = _validate(values, origins)
 
-    roots = [
-        (r if r.is_absolute() else base / r).resolve() for r in values.pop("data_roots", [base])
-    ]
-    audit = values.pop("audit_log", GatewayConfig.audit_log)
-    audit = audit if audit.is_absolute() else base / audit
-    plugins = data.get("plugins", {})
-    if not isinstance(plugins, dict) or any(not isinstance(v, dict) for v in plugins.values()):
-        raise ConfigError("[plugins.<name>] must be tables")
+    tables: dict[str, dict[str, Any]] = {}
+    for name, table in data.get("plugins", {}).items():
+        origins[f"plugins.{name}"] = lines.where(("plugins", name))
+        tables[name] = {
+            k: _resolve_refs(v, env, f"{lines.where(('plugins', name, k))}: [plugins.{name}] {k}")
+            for k, v in table.items()
+        }
+    roots = [(r if r.is_absolute() else base / r).resolve() for r in settings.data_roots]
+    audit = settings.audit_log or default_audit_log(env)
     return GatewayConfig(
-        **values,
+        **settings.model_dump(exclude={"data_roots", "audit_log"}),
         data_roots=roots or [base],
-        audit_log=audit,
-        plugin_tables={k: dict(v) for k, v in plugins.items()},
+        audit_log=audit if audit.is_absolute() else base / audit,
+        plugin_tables=tables,
         env=env,
         source=source,
+        origins=origins,
     )
+
+
+def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:
+    """Every name in ``plugins`` / ``disable_plugins`` names an installed plugin."""
+    for key in ("plugins", "disable_plugins"):
+        for name in getattr(config, key):
+            if name in installed or (name == builtin and key == "plugins"):
+                continue
+            setting = label(config.origins.get(key, key), key)
+            if name == builtin:
+                raise ConfigError(f"{setting}: the built-in plugin {name!r} cannot be disabled")
+            raise ConfigError(
+                f"{setting}: unknown plugin {name!r} (installed: "
+                f"{', '.join(sorted(installed)) or 'none'}){closest(name, sorted(installed))}"
+            )
+
+
+def check_plugin_tables(config: GatewayConfig, known: set[str]) -> None:
+    """Every ``[plugins.<name>]`` names an installed plugin or a loaded plugin's backend table."""
+    for name in config.plugin_tables:
+        if name in known:
+            continue
+        where = config.origins.get(f"plugins.{name}", config.source)
+        hint = closest(name, sorted(known), template="[plugins.{}]")
+        raise ConfigError(
+            f"{where}: unknown plugin table [plugins.{name}] (a table names an installed "
+            f"plugin or a backend a loaded plugin uses: {', '.join(sorted(known)) or 'none'})"
+            f"{hint}"
+        )
 
 
 def build_settings(
@@ -244,6 +362,23 @@ def build_settings(
                 values[name] = env[env_name]
                 break
     return model.model_validate(values)
+
+
+def resolve_env_refs(value: Any, env: Mapping[str, str]) -> Any:
+    """Replace every ``{"$env": "NAME"}`` in a table given in code (tests, embedders) by that
+    variable; an unset one is dropped. A config file's references are resolved, strictly, by
+    :func:`load_config`."""
+    if isinstance(value, dict):
+        if set(value) == {"$env"}:
+            return env.get(str(value["$env"]), _MISSING)
+        out = {k: resolve_env_refs(v, env) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not _MISSING}
+    if isinstance(value, list):
+        return [v for v in (resolve_env_refs(v, env) for v in value) if v is not _MISSING]
+    return value
+
+
+_MISSING = object()
 
 
 def settings_error(exc: ValidationError) -> str:

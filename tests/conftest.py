@@ -4,7 +4,7 @@ import importlib
 import os
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +47,15 @@ def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[...
     yield install
     for name in added:
         sys.modules.pop(name, None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Gateways without an ``audit_log`` write to the user's state directory: the core tests'
+    (and the subprocesses they start, which inherit the environment) use a temporary one."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        yield
 
 
 def gateway_env(**extra: str) -> dict[str, str]:

@@ -37,13 +37,14 @@ def test_environment_overrides_the_file_and_lists_parse(tmp_path):
     assert config.disable_plugins == ["x", "y"]
     assert config.token is not None and config.token.get_secret_value() == "tok-123456"
     assert config.plugin_table("svc") == {"url": "http://file.example"}
-    assert config.audit_log == tmp_path / "data/gateway/audit.jsonl"
+    assert config.origins["read_only"] == "MCP_GATEWAY_READ_ONLY"
+    assert config.origins["default_timeout"] == "gw.toml:3"
 
 
 @pytest.mark.parametrize(
     ("text", "env", "fragment"),
     [
-        ("[gateway]\nreadonly = true\n", {}, "unknown setting(s) readonly"),
+        ("[gateway]\nreadonly = true\n", {}, "gw.toml:2: [gateway] readonly: unknown setting"),
         ("[gateway]\ndefault_timeout = -1\n", {}, "default_timeout"),
         ("[gateway\n", {}, "cannot be read"),
         ("", {"MCP_GATEWAY_READ_ONLY": "maybe"}, "MCP_GATEWAY_READ_ONLY"),

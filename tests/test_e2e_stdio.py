@@ -27,8 +27,10 @@ def _params(tmp_path, **env) -> StdioServerParameters:
 
 
 async def test_tools_list_carries_annotations_and_the_mutation_paragraph(tmp_path):
+    state = tmp_path / "state"
     with anyio.fail_after(60):
-        async with Client(_params(tmp_path, MCP_GATEWAY_PLUGINS="notes"), mode="legacy") as client:
+        params = _params(tmp_path, MCP_GATEWAY_PLUGINS="notes", XDG_STATE_HOME=str(state))
+        async with Client(params, mode="legacy") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             search, add, delete = tools["notes_search"], tools["notes_add"], tools["notes_delete"]
 
@@ -69,9 +71,10 @@ async def test_tools_list_carries_annotations_and_the_mutation_paragraph(tmp_pat
 
             nope = await client.call_tool("no_such_tool", {})
             assert tool_error(nope)["code"] == "NOT_FOUND"
+    # No audit_log set: the user's state directory, not the project the gateway runs in.
+    assert not (tmp_path / "data/gateway").exists()
     audit = [
-        json.loads(line)
-        for line in (tmp_path / "data/gateway/audit.jsonl").read_text().splitlines()
+        json.loads(line) for line in (state / "mcp-gateway/audit.jsonl").read_text().splitlines()
     ]
     assert [(a["tool"], a["outcome"]) for a in audit] == [
         ("notes_add", "STARTED"),
@@ -104,7 +107,13 @@ async def test_progress_notifications_reach_the_client_and_stdout_stays_clean(
 async def test_read_only_deployments_hide_and_refuse_mutation_tools(tmp_path):
     with anyio.fail_after(60):
         async with Client(
-            _params(tmp_path, MCP_GATEWAY_PLUGINS="notes", MCP_GATEWAY_READ_ONLY="1"), mode="legacy"
+            _params(
+                tmp_path,
+                MCP_GATEWAY_PLUGINS="notes",
+                MCP_GATEWAY_READ_ONLY="1",
+                XDG_STATE_HOME=str(tmp_path / "state"),
+            ),
+            mode="legacy",
         ) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert (
@@ -114,4 +123,4 @@ async def test_read_only_deployments_hide_and_refuse_mutation_tools(tmp_path):
             assert tool_error(refused)["code"] == "PERMISSION_DENIED"
             assert "read-only" in tool_error(refused)["message"]
     assert not (tmp_path / "data" / "notes.json").exists()
-    assert not (tmp_path / "data/gateway/audit.jsonl").exists()
+    assert not (tmp_path / "state/mcp-gateway/audit.jsonl").exists()

@@ -54,7 +54,12 @@ async def fails(client: Any, tool: str, code: str, **args: Any) -> str:
 
 async def test_create_assign_cancel_resume_approve_delete(tmp_path):
     with FakeOrchestrator() as api:
-        params = _params(tmp_path, MCP_GATEWAY_PLUGINS="orchestrator", COCKPIT_API_URL=api.url)
+        params = _params(
+            tmp_path,
+            MCP_GATEWAY_PLUGINS="orchestrator",
+            COCKPIT_API_URL=api.url,
+            XDG_STATE_HOME=str(tmp_path / "state"),
+        )
         with anyio.fail_after(60):
             async with Client(params, mode="legacy") as client:
                 created = await call(
@@ -110,7 +115,7 @@ async def test_create_assign_cancel_resume_approve_delete(tmp_path):
         assert api.state.agent_calls[2].payload["feedback"] == "Only cover structured invoices."
     audit = [
         json.loads(line)
-        for line in (tmp_path / "data/gateway/audit.jsonl").read_text().splitlines()
+        for line in (tmp_path / "state/mcp-gateway/audit.jsonl").read_text().splitlines()
     ]
     outcomes = [(a["tool"], a["outcome"]) for a in audit if a["outcome"] != "STARTED"]
     assert outcomes == [

@@ -1,0 +1,302 @@
+"""An operator's configuration mistakes stop every command with exit 2 and one stderr line that
+names the setting, where it came from (file:line or variable) and the closest valid name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import gateway_env
+
+from gateway.config import ConfigError, load_config
+
+SHARED_API = """
+from __future__ import annotations
+from pydantic import BaseModel, ConfigDict
+from gateway import hookimpl
+from gateway.rest import RestBackend, Route, rest_tool
+
+API = RestBackend.define(
+    "sharedapi", env_prefix="SHARED_API", settings_table="sharedapi", title="the shared API",
+    health_path="/health",
+)
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+@hookimpl
+def register_tools(register):
+    register(rest_tool(API, Route("GET", "/x", what="x"), name="shared_x",
+                       description="Read x.", input_model=In))
+"""
+
+
+def _cli(tmp_path, *args: str, toml: str | None = None, **env: str):
+    if toml is not None:
+        (tmp_path / "gw.toml").write_text(textwrap.dedent(toml))
+        args = ("--config", "gw.toml", *args)
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *args],
+        cwd=tmp_path,
+        env=gateway_env(**env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _refused(result: subprocess.CompletedProcess[str], tmp_path) -> str:
+    """The one line a refused start prints (and that nothing else happened)."""
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mcp-gateway: ") and "Traceback" not in result.stderr
+    assert str(tmp_path) not in result.stderr and result.stdout == ""
+    return lines[0]
+
+
+# (config file, environment, the line's expected parts)
+MISTAKES = {
+    "misspelt section": (
+        "# deployment\n[gatway]\nread_only = true\n",
+        {},
+        ["gw.toml:2: unknown section [gatway]", "did you mean [gateway]?"],
+    ),
+    "setting outside any table": (
+        "read_only = true\n",
+        {},
+        ["gw.toml:1: read_only belongs in the [gateway] table"],
+    ),
+    "misspelt setting": (
+        "[gateway]\nread_only = false\nreadonly = true\n",
+        {},
+        ["gw.toml:3: [gateway] readonly: unknown setting; did you mean read_only?"],
+    ),
+    "unknown plugin in the allow-list": (
+        '[gateway]\n\nplugins = ["queue", "gitee"]\n',
+        {},
+        ["gw.toml:3: [gateway] plugins: unknown plugin 'gitee'", "did you mean gitea?"],
+    ),
+    "unknown plugin in the block-list": (
+        '[gateway]\ndisable_plugins = ["scrap"]\n',
+        {},
+        ["gw.toml:2: [gateway] disable_plugins: unknown plugin 'scrap'", "did you mean scrape?"],
+    ),
+    "unknown plugin in MCP_GATEWAY_PLUGINS": (
+        None,
+        {"MCP_GATEWAY_PLUGINS": "queue,nosuch"},
+        ["MCP_GATEWAY_PLUGINS: unknown plugin 'nosuch' (installed: ", "queue"],
+    ),
+    "unknown plugin in MCP_GATEWAY_DISABLE_PLUGINS": (
+        None,
+        {"MCP_GATEWAY_DISABLE_PLUGINS": "qeue"},
+        ["MCP_GATEWAY_DISABLE_PLUGINS: unknown plugin 'qeue'", "did you mean queue?"],
+    ),
+    "the built-in plugin disabled": (
+        None,
+        {"MCP_GATEWAY_DISABLE_PLUGINS": "gateway"},
+        ["MCP_GATEWAY_DISABLE_PLUGINS: the built-in plugin 'gateway' cannot be disabled"],
+    ),
+    "unset $env in [gateway]": (
+        '[gateway]\ntoken = { "$env" = "GW_UNSET_TOKEN_VAR" }\n',
+        {},
+        ["gw.toml:2: [gateway] token: $env variable GW_UNSET_TOKEN_VAR is not set"],
+    ),
+    "unset $env in a plugin table": (
+        '[plugins.gitea]\nurl = "http://127.0.0.1:9"\ntoken = { "$env" = "GW_UNSET_GITEA" }\n',
+        {},
+        ["gw.toml:3: [plugins.gitea] token: $env variable GW_UNSET_GITEA is not set"],
+    ),
+    "a boolean that is not one": (
+        '[gateway]\nread_only = "banana"\n',
+        {},
+        ["gw.toml:2: [gateway] read_only: must be true or false, not 'banana'"],
+    ),
+    "a boolean variable that is not one": (
+        None,
+        {"MCP_GATEWAY_READ_ONLY": "maybe"},
+        ["MCP_GATEWAY_READ_ONLY: must be true or false, not 'maybe'"],
+    ),
+    "a timeout that is not a number": (
+        "[gateway]\ndefault_timeout = nan\n",
+        {},
+        ["gw.toml:2: [gateway] default_timeout: must be a finite number greater than 0, not nan"],
+    ),
+    "an infinite timeout variable": (
+        None,
+        {"MCP_GATEWAY_HEALTH_TIMEOUT": "inf"},
+        ["MCP_GATEWAY_HEALTH_TIMEOUT: must be a finite number greater than 0, not 'inf'"],
+    ),
+    "a negative timeout": (
+        "[gateway]\nload_timeout = -1\n",
+        {},
+        ["gw.toml:2: [gateway] load_timeout: must be greater than 0, not -1"],
+    ),
+    "a zero breaker count": (
+        None,
+        {"MCP_GATEWAY_BREAKER_FAILURES": "0"},
+        ["MCP_GATEWAY_BREAKER_FAILURES: must be greater than 0, not '0'"],
+    ),
+    "an unknown log level": (
+        '[gateway]\nlog_level = "LOUD"\n',
+        {},
+        ["gw.toml:2: [gateway] log_level: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"],
+    ),
+    "a log level close to a real one": (
+        None,
+        {"MCP_GATEWAY_LOG_LEVEL": "warn"},
+        ["MCP_GATEWAY_LOG_LEVEL: must be one of", "not 'WARN'; did you mean WARNING?"],
+    ),
+    "an unknown confirmation choice": (
+        '[gateway]\nconfirm_each_call = "all"\n',
+        {},
+        ["[gateway] confirm_each_call: must be one of destructive, mutations, none, not 'all'"],
+    ),
+    "a misspelt variable": (
+        None,
+        {"MCP_GATEWAY_READONLY": "1"},
+        ["MCP_GATEWAY_READONLY: unknown setting; did you mean MCP_GATEWAY_READ_ONLY?"],
+    ),
+    "providers without a provider": (
+        None,
+        {"MCP_GATEWAY_PROVIDERS": "get_job"},
+        ["MCP_GATEWAY_PROVIDERS: 'get_job' is not NAME=PROVIDER"],
+    ),
+    "providers that are not names": (
+        "[gateway]\nproviders = { get_job = 3 }\n",
+        {},
+        ["gw.toml:2: [gateway] providers[get_job]: input should be a valid string"],
+    ),
+    "a key of an inline table": (
+        'gateway = { read_only = "x" }\n',
+        {},
+        ["gw.toml:1: [gateway] read_only: must be true or false, not 'x'"],
+    ),
+    "a misspelt plugin table": (
+        '[gateway]\nread_only = true\n\n[plugins.gitee]\nurl = "http://127.0.0.1:9"\n',
+        {},
+        ["gw.toml:4: unknown plugin table [plugins.gitee]", "did you mean [plugins.gitea]?"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MISTAKES))
+def test_each_configuration_mistake_refuses_to_start_naming_it(tmp_path, case):
+    toml, env, parts = MISTAKES[case]
+    line = _refused(_cli(tmp_path, "plugins", toml=toml, **env), tmp_path)
+    for part in parts:
+        assert part in line, line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve"],
+        ["serve", "--transport", "http", "--port", "0"],
+        ["health"],
+        ["tools"],
+        ["call", "gateway_status"],
+        ["claude-config"],
+    ],
+)
+def test_every_command_refuses_a_bad_configuration(tmp_path, command):
+    line = _refused(_cli(tmp_path, *command, MCP_GATEWAY_PLUGINS="nosuch"), tmp_path)
+    assert "MCP_GATEWAY_PLUGINS: unknown plugin 'nosuch'" in line
+    # A plugin table is checked once the plugins are loaded: a different path, same answer.
+    table = _refused(_cli(tmp_path, *command, toml="[plugins.gitee]\n"), tmp_path)
+    assert "gw.toml:1: unknown plugin table [plugins.gitee]" in table
+
+
+def test_tables_of_disabled_plugins_and_of_loaded_backends_are_valid(plugin_site, tmp_path):
+    plugin_site("gwfx-shared", {"shared": "gwfx_shared"}, {"gwfx_shared": SHARED_API})
+    env = {"PYTHONPATH": __import__("os").environ["PYTHONPATH"]}
+    toml = '[plugins.scrape]\n[plugins.sharedapi]\nurl = "http://127.0.0.1:9"\n'
+    # scrape is installed but not in the allow-list; sharedapi is the backend table of "shared".
+    ok = _cli(tmp_path, "plugins", "--json", toml=toml, MCP_GATEWAY_PLUGINS="shared", **env)
+    assert ok.returncode == 0, ok.stderr
+    # Without the plugin that reads it, the backend's table names nothing.
+    line = _refused(
+        _cli(tmp_path, "plugins", toml=toml, MCP_GATEWAY_DISABLE_PLUGINS="shared", **env),
+        tmp_path,
+    )
+    assert "gw.toml:2: unknown plugin table [plugins.sharedapi]" in line
+
+
+def test_a_short_token_is_refused_on_a_non_loopback_address(tmp_path):
+    # Refused before anything binds: no traffic leaves this machine.
+    line = _refused(
+        _cli(
+            tmp_path,
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "192.0.2.10",
+            MCP_GATEWAY_PLUGINS="queue",
+            MCP_GATEWAY_TOKEN="short-token-15",
+        ),
+        tmp_path,
+    )
+    assert line == (
+        "mcp-gateway: MCP_GATEWAY_TOKEN: 14 characters is too short to guard the non-loopback "
+        "address 192.0.2.10; use at least 16 (e.g. from 'python3 -c \"import secrets; "
+        "print(secrets.token_urlsafe(32))\"')"
+    )
+    assert "short-token-15" not in line  # a secret, even a bad one, is never printed
+    (tmp_path / "gw.toml").write_text('[gateway]\ntoken = "0123456789"\n')
+    line = _refused(
+        _cli(tmp_path, "--config", "gw.toml", "serve", "--transport", "http", "--host", "::"),
+        tmp_path,
+    )
+    assert line.startswith("mcp-gateway: gw.toml:2: [gateway] token: 10 characters")
+
+
+def test_config_is_accepted_after_the_subcommand_too(tmp_path):
+    (tmp_path / "gw.toml").write_text('[gateway]\nplugins = ["queue"]\n')
+    for args in (
+        ["--config", "gw.toml", "tools", "--json"],
+        ["tools", "--json", "--config", "gw.toml"],
+    ):
+        out = _cli(tmp_path, *args)
+        assert out.returncode == 0, out.stderr
+        assert '"bulk_read_new_jobs"' in out.stdout and '"scrape_jobs"' not in out.stdout
+    bad = _cli(tmp_path, "health", "--config", "missing.toml")
+    assert _refused(bad, tmp_path) == "mcp-gateway: config file 'missing.toml' not found"
+
+
+def test_an_empty_variable_counts_as_unset_and_providers_parse(tmp_path):
+    env = {
+        "MCP_GATEWAY_READ_ONLY": "",
+        "MCP_GATEWAY_PROVIDERS": "get_job=orchestrator, queue=mcp-plugin-gateway-queue",
+    }
+    config = load_config(env=env, cwd=tmp_path)
+    assert config.read_only is False
+    assert config.providers == {"get_job": "orchestrator", "queue": "mcp-plugin-gateway-queue"}
+    (tmp_path / "gw.toml").write_text('[gateway.providers]\nget_job = "orchestrator"\n')
+    assert load_config(tmp_path / "gw.toml", env={}, cwd=tmp_path).providers == {
+        "get_job": "orchestrator"
+    }
+
+
+def test_the_audit_log_defaults_to_the_users_state_directory(tmp_path):
+    state = tmp_path / "state"
+    config = load_config(env={"XDG_STATE_HOME": str(state), "HOME": "/nowhere"}, cwd=tmp_path)
+    assert config.audit_log == state / "mcp-gateway" / "audit.jsonl"
+    # No (or a relative, hence invalid) XDG_STATE_HOME: ~/.local/state.
+    for env in ({"HOME": str(tmp_path)}, {"HOME": str(tmp_path), "XDG_STATE_HOME": "rel"}):
+        config = load_config(env=env, cwd=tmp_path / "project")
+        assert config.audit_log == tmp_path / ".local/state/mcp-gateway/audit.jsonl"
+    # An explicit setting wins; a relative one is relative to the working directory.
+    env = {"XDG_STATE_HOME": str(state), "MCP_GATEWAY_AUDIT_LOG": "logs/audit.jsonl"}
+    assert load_config(env=env, cwd=tmp_path).audit_log == tmp_path / "logs/audit.jsonl"
+
+
+def test_load_config_errors_never_carry_the_files_folder(tmp_path):
+    (tmp_path / "gw.toml").write_text("[gateway\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "gw.toml", env={}, cwd=tmp_path)
+    assert "gw.toml" in str(info.value) and "cannot be read" in str(info.value)
+    assert str(tmp_path) not in str(info.value)
