@@ -129,6 +129,10 @@ class GatewaySettings(BaseModel):
 class GatewayConfig(GatewaySettings):
     """Core settings plus what the plugins read. Build with :func:`load_config`."""
 
+    # Built from settings already validated, never validated itself: its validator (tens of
+    # milliseconds at start-up) is only built if something asks for it.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
     data_roots: list[Path] = Field(default_factory=lambda: [Path.cwd()])
     audit_log: Path = Field(default_factory=lambda: default_audit_log(os.environ))
     plugin_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -301,15 +305,15 @@ def load_config(
         }
     roots = [(r if r.is_absolute() else base / r).resolve() for r in settings.data_roots]
     audit = settings.audit_log or default_audit_log(env)
-    return GatewayConfig(
-        **settings.model_dump(exclude={"data_roots", "audit_log"}),
-        data_roots=roots or [base],
-        audit_log=audit if audit.is_absolute() else base / audit,
-        plugin_tables=tables,
-        env=env,
-        source=source,
-        origins=origins,
-    )
+    resolved: dict[str, Any] = {
+        "data_roots": roots or [base],
+        "audit_log": audit if audit.is_absolute() else base / audit,
+        "plugin_tables": tables,
+        "env": env,
+        "source": source,
+        "origins": origins,
+    }
+    return GatewayConfig.model_construct(**{**dict(settings), **resolved})
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:
