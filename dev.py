@@ -117,19 +117,27 @@ def setup_run() -> None:
         print("dev: creating .venv", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
     _step("tools", fingerprint([], *BUILD_TOOLS), ["--upgrade", *BUILD_TOOLS], "updating pip")
-    args = [*EDITABLE, *(a for pkg in runtime() for a in ("-e", str(pkg)))]
-    _step("run", fingerprint(runtime()), args, "installing the core and the plugins")
+    _step("run", fingerprint(runtime()), run_args(), "installing the core and the plugins")
 
 
-def setup_test() -> None:
-    setup_run()
-    args = [
+def run_args() -> list[str]:
+    """What `run` installs: the deployment, without any extra."""
+    return [*EDITABLE, *(a for pkg in runtime() for a in ("-e", str(pkg)))]
+
+
+def test_args() -> list[str]:
+    """What `test` adds: the test-support distributions and the `test` extras' requirements."""
+    return [
         *EDITABLE,
         *(a for pkg in support() for a in ("-e", str(pkg))),
         *extra_requirements([*runtime(), *support()], "test"),
     ]
+
+
+def setup_test() -> None:
+    setup_run()
     want = fingerprint([*runtime(), *support()])
-    _step("test", want, args, "installing the test tools and test-support distributions")
+    _step("test", want, test_args(), "installing the test tools and test-support distributions")
     # A copy (not editable) in a folder of its own: re-installed whenever a source changes.
     want = fingerprint(examples(), sources=True)
     stamp = VENV / ".dev-examples-stamp"

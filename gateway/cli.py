@@ -352,11 +352,14 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
             except ConfigError as exc:
                 return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
-            if interactive:  # a person started it by hand: say that it runs and how to stop
-                count = len(gateway.visible_tools())
-                sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
-                sys.stderr.flush()
+            # From the line on, Ctrl-C is how a person stops it: a normal end, exit 0.
             with contextlib.suppress(KeyboardInterrupt):
+                if interactive:  # started by hand: say that it runs and how to stop it
+                    count = len(gateway.visible_tools())
+                    sys.stderr.write(
+                        f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n"
+                    )
+                    sys.stderr.flush()
                 anyio.run(serve_stdio, gateway, wire)
         return 0
     from .http import HttpSettingsError, is_loopback, serve_http
