@@ -6,11 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import gateway_env
 
 from gateway.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parent.parent
 
 SHARED_API = """
 from __future__ import annotations
@@ -300,3 +303,17 @@ def test_load_config_errors_never_carry_the_files_folder(tmp_path):
         load_config(tmp_path / "gw.toml", env={}, cwd=tmp_path)
     assert "gw.toml" in str(info.value) and "cannot be read" in str(info.value)
     assert str(tmp_path) not in str(info.value)
+
+
+def test_the_readmes_configuration_example_is_accepted(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    example = readme.split("## Configuration", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "gw.toml").write_text(example)
+    config = load_config(tmp_path / "gw.toml", env={"GITEA_TOKEN": "t" * 20}, cwd=tmp_path)
+    assert config.plugin_table("gitea")["token"] == "t" * 20
+    assert config.origins["log_level"] == "gw.toml:" + str(
+        example.splitlines().index(
+            next(x for x in example.splitlines() if x.startswith("log_level"))
+        )
+        + 1
+    )
