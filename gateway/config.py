@@ -282,10 +282,8 @@ def load_config(
         if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}CONFIG" or value == "":
             continue  # an empty variable counts as unset
         key = name[len(ENV_PREFIX) :].lower()
-        if key not in fields:
-            hint = closest(key, list(fields), template=ENV_PREFIX + "{}", upper=True)
-            raise ConfigError(f"{name}: unknown setting{hint}")
-        values[key], origins[key] = _from_env(key, value, name), name
+        if key in fields:  # other MCP_GATEWAY_* variables may be a plugin's (env_field)
+            values[key], origins[key] = _from_env(key, value, name), name
     for key, value in (overrides or {}).items():
         if key not in fields:
             raise ConfigError(f"unknown gateway setting {key!r}{closest(key, list(fields))}")

@@ -158,11 +158,6 @@ MISTAKES = {
         {},
         ["[gateway] confirm_each_call: must be one of destructive, mutations, none, not 'all'"],
     ),
-    "a misspelt variable": (
-        None,
-        {"MCP_GATEWAY_READONLY": "1"},
-        ["MCP_GATEWAY_READONLY: unknown setting; did you mean MCP_GATEWAY_READ_ONLY?"],
-    ),
     "providers without a provider": (
         None,
         {"MCP_GATEWAY_PROVIDERS": "get_job"},

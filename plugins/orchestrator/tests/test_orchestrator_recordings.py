@@ -1,4 +1,5 @@
-"""The recorded exchanges ship with the plugin and replay through the core's RecordedBackend."""
+"""The recorded exchanges ship with the test-support distribution and replay through the core's
+RecordedBackend."""
 
 from __future__ import annotations
 
@@ -11,19 +12,16 @@ import httpx
 from gateway_orchestrator_testing import RECORDINGS, RECORDINGS_INDEX, recorded_backend
 from orch_http import send
 
-PLUGIN = Path(__file__).resolve().parent.parent
+SUPPORT = Path(__file__).resolve().parents[3] / "testing" / "orchestrator"
 
 
 def test_every_recording_is_package_data():
-    config = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["tool"]["setuptools"]
-    data = config["package-data"]
-    assert "gateway_orchestrator_testing.recordings" in config["packages"]
+    config = tomllib.loads((SUPPORT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    data = config["package-data"]["gateway_orchestrator_testing"]
     files = sorted(p.name for p in RECORDINGS.iterdir() if p.is_file())
     assert len(files) == 207
-    assert all(
-        any(fnmatch(f, g) for g in data["gateway_orchestrator_testing.recordings"]) for f in files
-    )
-    assert RECORDINGS_INDEX.name in data["gateway_orchestrator_testing"]
+    assert all(any(fnmatch(f"recordings/{f}", g) for g in data) for f in files)
+    assert RECORDINGS_INDEX.name in data
     indexed = {row["file"] for row in json.loads(RECORDINGS_INDEX.read_text())}
     assert indexed == set(files)
 
