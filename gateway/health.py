@@ -19,9 +19,9 @@ from typing import Any
 
 import anyio
 
+from .callstate import classify_exception
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .spec import HealthCheck, NotInitialized
-from .transport import classify_exception
 
 
 class BreakerState(enum.StrEnum):

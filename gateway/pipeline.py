@@ -20,12 +20,12 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from .audit import AuditLog, redact_arguments
+from .callstate import CURRENT_CALL, CallState, classify_exception
 from .errors import ErrorCode, GatewayError, Sanitizer, error_payload
 from .health import HealthMonitor
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .spec import ProgressFn, Tier, ToolContext
-from .transport import CURRENT_CALL, CallState, classify_exception
 
 log = logging.getLogger("gateway.pipeline")
 

@@ -21,8 +21,8 @@ from urllib.parse import quote
 import anyio
 import httpx
 
+from ..callstate import note_cancelled_waiting
 from ..errors import ErrorCode, GatewayError
-from ..transport import note_cancelled_waiting
 from .backend import RestBackend
 from .settings import RestSettings
 from .status import Failure, StatusRule, backend_reason, status_error
