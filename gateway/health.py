@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from .callstate import classify_exception
 from .errors import ErrorCode, GatewayError, Sanitizer
+from .rest.status import classify_exception
 from .spec import HealthCheck, NotInitialized
 
 
