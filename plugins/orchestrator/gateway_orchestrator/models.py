@@ -1,5 +1,5 @@
-"""Models shared by the orchestrator's tools (part 1 owns these; part 2 may import them): the
-output models of a job and its todos, and ``JobArgs``, the input of every job-only tool.
+"""Models shared by the orchestrator's tools: the output models of a job and its todos, and
+``JobArgs``, the input of every job-only tool.
 
 The API sends JSONB columns as JSON-encoded strings and timestamps in two spellings; the models
 decode the first (``JsonString``) and normalize the second to UTC with ``Z`` (``UtcTimestamp``),

@@ -61,7 +61,7 @@ def check_envelope(data: Any, what: str) -> Envelope:
             ErrorCode.BACKEND_ERROR,
             f"the orchestrator API could not read {what}: {str(error)[:200]}; retry later",
         )
-    return validate_answer(Envelope, data, "the orchestrator API", what)  # type: ignore[return-value]
+    return validate_answer(Envelope, data, "the orchestrator API", what)
 
 
 def mongo_time(value: Any) -> Any:

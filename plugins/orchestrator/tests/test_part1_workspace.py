@@ -124,7 +124,7 @@ async def test_a_long_file_is_cut_with_a_marker_and_read_on_by_offset(orch, tmp_
             if page["truncated"]:
                 body, marker = body.rsplit("\n[truncated] ", 1)
                 assert marker == (
-                    f"{len(text) - page['next_offset']:,} more characters not shown; "
+                    f"{len(text) - page['next_offset']:,} of {len(text):,} characters not shown; "
                     f"call again with offset={page['next_offset']}"
                 )
             parts.append(body)
@@ -146,7 +146,7 @@ async def test_a_long_file_is_cut_with_a_marker_and_read_on_by_offset(orch, tmp_
     )
     assert "".join(parts) == text and len(parts) == 3
     assert "past the end" in past and "99000 characters" in past
-    assert small["content"].startswith(text[:100] + "\n[truncated] 98,900 more characters")
+    assert small["content"].startswith(text[:100] + "\n[truncated] 98,900 of 99,000 characters")
 
 
 @pytest.mark.anyio
@@ -163,18 +163,16 @@ async def test_the_overview_cuts_long_texts_and_reads_more_on_request(orch, tmp_
         less = ok(await gw.call("get_workspace_overview", {**args, "max_chars": 100}))
     hint = "get_workspace_file(path='workspace.md', offset={}) or a larger max_chars reads on"
     assert preview["workspace_md"] == (
-        text[:2000]
-        + "\n[truncated] workspace.md has 5,300 bytes, 2,000 characters shown; "
-        + hint.format(2000)
+        text[:2000] + "\n[truncated] 3,300 of 5,300 bytes not shown; " + hint.format(2000)
     )
     assert preview["truncated"] == ["workspace.md"]
     assert preview["plan_md"].startswith("# Plan") and "[truncated]" not in preview["plan_md"]
     assert (whole["workspace_md"], whole["truncated"]) == (text, [])
     assert more["workspace_md"] == (
-        text[:3000] + "\n[truncated] 2,300 more characters not shown; " + hint.format(3000)
+        text[:3000] + "\n[truncated] 2,300 of 5,300 characters not shown; " + hint.format(3000)
     )
     assert less["workspace_md"].startswith(
-        text[:100] + "\n[truncated] workspace.md has 5,300 bytes"
+        text[:100] + "\n[truncated] 5,200 of 5,300 bytes not shown"
     )
     assert less["truncated"] == ["workspace.md", "plan.md"]
 
@@ -186,4 +184,6 @@ async def test_the_overview_keeps_the_preview_when_the_whole_file_cannot_be_read
     async with gateway_at(orch.url, tmp_path) as gw:
         out = ok(await gw.call("get_workspace_overview", {"job_id": JOB, "max_chars": 5000}))
     # Sizes are bytes: 3,000 characters of two bytes each.
-    assert out["workspace_md"].startswith("é" * 2000 + "\n[truncated] workspace.md has 6,000 bytes")
+    assert out["workspace_md"].startswith(
+        "é" * 2000 + "\n[truncated] 2,000 of 6,000 bytes not shown"
+    )

@@ -91,9 +91,9 @@ async def test_a_huge_audit_entry_is_cut_with_a_marker_and_the_page_fits(orch_mo
     assert page["truncated_texts"] == 1
     big, small = page["entries"][1]["result"], page["entries"][2]["content"]
     assert small == "short and whole"
-    assert big.startswith("xxxx") and "chars left out; ask for fewer per page (page_size)]" in big
-    kept = big.index(" … [truncated")
-    assert f"{150_000 - kept:,} of 150,000 chars left out" in big
+    assert big.startswith("xxxx") and "not shown; ask for fewer per page (page_size)" in big
+    kept = big.index("\n[truncated]")
+    assert f"{150_000 - kept:,} of 150,000 characters not shown" in big
     assert size(page) <= 41_000  # inline in Claude Code (50,000)
 
 
