@@ -14,7 +14,7 @@ from gateway_orchestrator.workspace import check_workspace_path, workspace_url
 from hypothesis import given
 from hypothesis import strategies as st
 from orch_http import send
-from part1_kit import error, gateway_at, ok
+from orch_kit import error, ok, orchestrator_gateway
 
 from gateway.testing.backends import Reply
 
@@ -46,7 +46,7 @@ BAD_PATHS = [
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", BAD_PATHS)
 async def test_paths_leaving_the_workspace_are_refused_before_any_request(orch, tmp_path, path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(
             await gw.call("get_workspace_file", {"job_id": JOB, "path": path}), "VALIDATION_ERROR"
         )
@@ -65,7 +65,7 @@ async def test_each_segment_is_sent_percent_encoded(orch, tmp_path):
     name = "docs/spaces & #hash?.md"
     orch.state.write_file(JOB, name, "odd name\n")
     orch.state.write_file(JOB, "données/résumé.md", "café\n")
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         odd = ok(await gw.call("get_workspace_file", {"job_id": JOB, "path": name}))
         accents = ok(
             await gw.call("get_workspace_file", {"job_id": JOB, "path": "./données//résumé.md"})
@@ -80,7 +80,7 @@ async def test_each_segment_is_sent_percent_encoded(orch, tmp_path):
 
 @pytest.mark.anyio
 async def test_a_missing_file_names_the_path_and_where_to_look(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(
             await gw.call("get_workspace_file", {"job_id": JOB, "path": "nope.md"}), "NOT_FOUND"
         )
@@ -116,7 +116,7 @@ async def test_a_long_file_is_cut_with_a_marker_and_read_on_by_offset(orch, tmp_
     orch.state.write_file(JOB, "workspace.md", text)
     args = {"job_id": JOB, "path": "workspace.md"}
     parts = []
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         first = ok(await gw.call("get_workspace_file", args))
         page, offset = first, 0
         while True:
@@ -154,7 +154,7 @@ async def test_the_overview_cuts_long_texts_and_reads_more_on_request(orch, tmp_
     text = "".join(f"memory {i:04d} {'x' * 40}\n" for i in range(100))  # 5,300 chars
     orch.state.write_file(JOB, "workspace.md", text)
     args = {"job_id": JOB}
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         preview = ok(await gw.call("get_workspace_overview", args))
         assert [r.path for r in orch.requests] == [f"/api/jobs/{JOB}/workspace"]
         whole = ok(await gw.call("get_workspace_overview", {**args, "max_chars": 10_000}))
@@ -181,7 +181,7 @@ async def test_the_overview_cuts_long_texts_and_reads_more_on_request(orch, tmp_
 async def test_the_overview_keeps_the_preview_when_the_whole_file_cannot_be_read(orch, tmp_path):
     orch.state.write_file(JOB, "workspace.md", "é" * 3000)
     orch.override(f"/api/jobs/{JOB}/workspace/workspace.md", Reply.json({"detail": "boom"}, 500))
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         out = ok(await gw.call("get_workspace_overview", {"job_id": JOB, "max_chars": 5000}))
     # Sizes are bytes: 3,000 characters of two bytes each.
     assert out["workspace_md"].startswith(

@@ -8,7 +8,7 @@ import pytest
 from gateway_orchestrator.bounded import LIST_CAP
 from gateway_orchestrator.testing import FakeOrchestrator
 from gateway_orchestrator.testing import seed as ids
-from part2_support import orchestrator_gateway, size
+from orch_kit import orchestrator_gateway, size
 
 from gateway.testing.backends import Reply
 

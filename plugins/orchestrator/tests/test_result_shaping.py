@@ -1,4 +1,4 @@
-"""The shaping the part-2 tools share: texts cut to a budget, secrets masked, Mongo times."""
+"""The shaping the inspection tools share: texts cut to a budget, secrets masked, Mongo times."""
 
 from __future__ import annotations
 

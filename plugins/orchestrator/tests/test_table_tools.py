@@ -16,7 +16,7 @@ from gateway_orchestrator.testing import FakeOrchestrator
 from gateway_orchestrator.testing import seed as ids
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from part2_support import orchestrator_gateway, size
+from orch_kit import orchestrator_gateway, size
 
 from gateway.testing.backends import Reply
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 from gateway_orchestrator.testing import seed as ids
-from part2_support import orchestrator_gateway
+from orch_kit import orchestrator_gateway
 
 pytestmark = pytest.mark.anyio
 
