@@ -197,8 +197,13 @@ FilePath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(c
 # --- tool arguments --------------------------------------------------------------------------
 
 
-class ListCommitsArgs(BaseModel):
+class Args(BaseModel):
+    """Base of every input model: unknown arguments are refused."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+class ListCommitsArgs(Args):
     job_id: JobId
     ref: Ref = Field("main", description="Branch, tag or SHA to list from.")
     since_ref: Ref | None = Field(
@@ -209,8 +214,7 @@ class ListCommitsArgs(BaseModel):
     page: int = Field(1, ge=1, le=100_000, description="Page, from 1.")
 
 
-class DiffArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class DiffArgs(Args):
     job_id: JobId
     base: Ref = Field(description="Base ref (SHA, tag, branch); job-frozen = the last freeze.")
     head: Ref = Field("HEAD", description="Head ref; HEAD = default branch.")
@@ -223,15 +227,13 @@ class DiffArgs(BaseModel):
     )
 
 
-class FileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FileArgs(Args):
     job_id: JobId
     file_path: FilePath = Field(description="Path in the repo, e.g. workspace.md.")
     ref: Ref = Field("HEAD", description="Branch, tag or SHA; HEAD = default branch.")
 
 
-class ListFilesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ListFilesArgs(Args):
     job_id: JobId
     path: Annotated[str, Field(max_length=1024), AfterValidator(check_dir_path)] = Field(
         "/", description="Folder; / = root."
@@ -239,8 +241,7 @@ class ListFilesArgs(BaseModel):
     ref: Ref = Field("HEAD", description="Branch, tag or SHA; HEAD = default branch.")
 
 
-class ListTagsArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ListTagsArgs(Args):
     job_id: JobId
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, Field, RootModel
 
 from gateway import ErrorCode, GatewayError, Mutation, Tier
 from gateway.rest import Failure, RestContext, RestTool, Route, UtcTimestamp, gather
@@ -23,15 +23,12 @@ from gateway.rest import Failure, RestContext, RestTool, Route, UtcTimestamp, ga
 from .backend import COCKPIT, AgentId, DatasourceId, JobId
 from .lookup import JOB, NO_JOB, no_job, read_job
 from .models import JOB_STATUSES, Job, JobArgs, JobStatus, JobSummary, TodoList
-
-FORBID = ConfigDict(extra="forbid")
-
+from .params import Args
 
 # --- list_jobs ---------------------------------------------------------------------------------
 
 
-class ListJobsArgs(BaseModel):
-    model_config = FORBID
+class ListJobsArgs(Args):
     status: JobStatus | None = Field(None, description="Only jobs in this status.")
     limit: int = Field(20, ge=1, le=100, description="Most jobs to return.")
 
@@ -158,14 +155,12 @@ class Assigned(BaseModel):
     agent_id: str
 
 
-class AssignArgs(BaseModel):
-    model_config = FORBID
+class AssignArgs(Args):
     job_id: JobId
     agent_id: AgentId
 
 
-class ResumeArgs(BaseModel):
-    model_config = FORBID
+class ResumeArgs(Args):
     job_id: JobId
     feedback: str | None = Field(
         None, min_length=1, max_length=20_000, description="Guidance added to the agent's context."
@@ -263,8 +258,7 @@ async def delete_job(args: JobArgs, ctx: RestContext[Any]) -> Changed:
 # --- create_job --------------------------------------------------------------------------------
 
 
-class CreateJobArgs(BaseModel):
-    model_config = FORBID
+class CreateJobArgs(Args):
     description: str = Field(min_length=1, max_length=20_000, description="The task.")
     config_name: str = Field(
         "defaults", min_length=1, max_length=100, description="Expert config (list_experts)."
@@ -337,8 +331,7 @@ async def create_job(args: CreateJobArgs, ctx: RestContext[Any]) -> CreatedJob:
 # --- test_datasource ---------------------------------------------------------------------------
 
 
-class DatasourceArgs(BaseModel):
-    model_config = FORBID
+class DatasourceArgs(Args):
     datasource_id: DatasourceId
 
 

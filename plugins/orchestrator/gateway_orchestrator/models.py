@@ -16,14 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.rest import JsonString, UtcTimestamp
 
 from .backend import JobId
+from .params import Args
 
 #: The statuses the orchestrator's database uses (its own MCP server offered others).
 JobStatus = Literal["created", "processing", "completed", "failed", "cancelled", "pending_review"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 
 
-class JobArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class JobArgs(Args):
     job_id: JobId
 
 

@@ -31,8 +31,7 @@ from gateway.rest import (
 from .backend import COCKPIT, JobId
 from .lookup import NO_JOB, read_job
 from .models import JobArgs, TodoList
-
-FORBID = ConfigDict(extra="forbid")
+from .params import Args
 
 # Claude Code keeps up to 25k tokens of a result; these tools may return up to ~80k characters.
 LARGE_RESULT = 100_000
@@ -99,8 +98,7 @@ class _FileAnswer(BaseModel):
 # --- get_workspace_file ------------------------------------------------------------------------
 
 
-class FileArgs(BaseModel):
-    model_config = FORBID
+class FileArgs(Args):
     job_id: JobId
     path: WorkspacePath
     offset: int = Field(0, ge=0, description="First character to return.")
@@ -148,8 +146,7 @@ API_PREVIEW_CHARS = 2000
 API_MARK = "\n\n... (truncated)"
 
 
-class OverviewArgs(BaseModel):
-    model_config = FORBID
+class OverviewArgs(Args):
     job_id: JobId
     max_chars: int = Field(
         API_PREVIEW_CHARS,
@@ -283,8 +280,7 @@ class Progress(BaseModel):
 RequirementStatus = Literal["pending", "validating", "integrated", "rejected", "failed"]
 
 
-class RequirementsArgs(BaseModel):
-    model_config = FORBID
+class RequirementsArgs(Args):
     job_id: JobId
     status: RequirementStatus | None = Field(None, description="Only this validation status.")
     limit: int = Field(100, ge=1, le=100, description="Most requirements to return.")
