@@ -2,7 +2,7 @@
 
 A :class:`RestBackend` is the backend's identity: its name, its settings and where they come
 from, how to check its health, how to authenticate. Tools name it (see
-:func:`gateway.rest.rest_tool`); the core then builds its settings once, registers one health
+:class:`gateway.rest.RestTool`); the core then builds its settings once, registers one health
 check, keeps one circuit breaker and opens one keep-alive client for it, however many plugins
 use it (:mod:`gateway.rest.hub`): two plugins that talk to the same API (declaring backends with
 the same ``name``) share all of that when installed together, and each still works alone.
