@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, TypedDict
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator
@@ -50,9 +50,10 @@ def decode_json_string(value: Any) -> Any:
 JsonString = Annotated[Any, BeforeValidator(decode_json_string)]
 
 
-def to_utc_iso(value: Any) -> Any:
+def to_utc_iso(value: Any, *, naive: tzinfo | None = None) -> Any:
     """``2026-11-22T09:58:22.221362+00:00`` or ``…Z`` or epoch seconds → ``…Z`` in UTC. Times
-    without an offset are left as they are: their zone is unknown."""
+    without an offset are left as they are (their zone is unknown), unless ``naive`` is the zone
+    the API writes them in."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         moment = datetime.fromtimestamp(value, UTC)
     elif isinstance(value, str):
@@ -61,7 +62,9 @@ def to_utc_iso(value: Any) -> Any:
         except ValueError:
             return value
         if moment.tzinfo is None:
-            return value
+            if naive is None:
+                return value
+            moment = moment.replace(tzinfo=naive)
     else:
         return value
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
