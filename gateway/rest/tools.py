@@ -122,31 +122,31 @@ class RestTool(ToolSpec[ArgsT]):
     def __post_init__(self) -> None:
         if self.handler is not _built_later:
             return  # a handler of its own (the test kit swaps handlers in)
-        if (self.route is None) == (self.run is None):
+        if self.run is not None and self.route is None:
+            handler = _running(self, self.run)
+        elif self.route is not None and self.run is None:
+            handler = _sending(self, self.route)
+        else:
             raise TypeError(f"RestTool {self.name!r}: give either route= or run=")
-        object.__setattr__(self, "handler", _handler(self))
+        handler.__name__ = handler.__qualname__ = self.name
+        object.__setattr__(self, "handler", handler)
 
 
-def _handler(tool: RestTool[ArgsT]) -> ToolHandler[ArgsT]:
-    backend, route, run, shape, output = (
-        tool.backend,
-        tool.route,
-        tool.run,
-        tool.shape,
-        tool.output_model,
-    )
-
+def _running(tool: RestTool[ArgsT], run: RestRun[ArgsT]) -> ToolHandler[ArgsT]:
     async def handler(args: ArgsT, ctx: ToolContext[Any]) -> object:
-        rest = RestContext.of(ctx, backend)
-        if run is not None:
-            return await run(args, rest)
-        assert route is not None
-        data = await rest.send(route, args)
-        if shape is not None:
-            data = shape(data, args)
-        if output is None or isinstance(data, output):
-            return data
-        return rest.validate(output, data, route.describe(dict(args)))
+        return await run(args, RestContext.of(ctx, tool.backend))
 
-    handler.__name__ = handler.__qualname__ = tool.name
+    return handler
+
+
+def _sending(tool: RestTool[ArgsT], route: Route) -> ToolHandler[ArgsT]:
+    async def handler(args: ArgsT, ctx: ToolContext[Any]) -> object:
+        rest = RestContext.of(ctx, tool.backend)
+        data = await rest.send(route, args)
+        if tool.shape is not None:
+            data = tool.shape(data, args)
+        if tool.output_model is None or isinstance(data, tool.output_model):
+            return data
+        return rest.validate(tool.output_model, data, route.describe(dict(args)))
+
     return handler
