@@ -86,7 +86,9 @@ def main() -> int:
         "`rest.md`'s), the baseline is `httpx` plus `json` on the same page(s), alternating in "
         f"blocks of {args.block} calls.",
         "",
-        c.facts_line(".venv/bin/python bench/orchestrator_shaping.py --write", machine).rstrip("\n"),
+        c.facts_line(".venv/bin/python bench/orchestrator_shaping.py --write", machine).rstrip(
+            "\n"
+        ),
         "",
         "| case | calls | direct median | tool median | added | ratio |",
         "|---|---:|---:|---:|---:|---:|",
