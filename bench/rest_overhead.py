@@ -10,7 +10,7 @@ One local API server (its own process, a real HTTP server on 127.0.0.1) answers
 
 * **direct**: ``httpx.Client`` (keep-alive) in this process: request, JSON decode;
 * **gateway**: ``mcp-gateway serve`` over stdio with a generated plugin whose only tool is a
-  ``rest_tool`` for that route (input model with a UUID check, output model with a decoded
+  ``RestTool`` for that route (input model with a UUID check, output model with a decoded
   ``JsonString`` field and a ``UtcTimestamp``), called by a raw JSON-RPC client (so the official
   client's own cost is not counted).
 
@@ -58,8 +58,8 @@ import re
 from typing import Any, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from typing import Annotated
-from gateway import hookimpl
-from gateway.rest import JsonString, RestBackend, RestSettings, Route, UtcTimestamp, rest_tool
+from gateway import Tier, hookimpl
+from gateway.rest import JsonString, RestBackend, RestSettings, RestTool, Route, UtcTimestamp
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -94,9 +94,9 @@ class Job(BaseModel):
 
 @hookimpl
 def register_tools(register: Any) -> None:
-    register(rest_tool(API, Route("GET", "/api/jobs/{job_id}", what="job {job_id}"),
-                       name="bench_get_job", description="Get a job.",
-                       input_model=Args, output_model=Job))
+    register(RestTool(name="bench_get_job", description="Get a job.", input_model=Args,
+                      output_model=Job, tier=Tier.READ, backend=API,
+                      route=Route("GET", "/api/jobs/{job_id}", what="job {job_id}")))
 '''
 
 SERVER_SOURCE = """
@@ -223,7 +223,7 @@ def main() -> int:
         "| path | median µs | p95 µs |",
         "|---|---|---|",
         f"| direct `httpx.Client` GET + JSON decode | {c.fmt_us(d_med)} | {c.fmt_us(d_p95)} |",
-        f"| `rest_tool` over stdio (raw JSON-RPC client → gateway → httpx) | {c.fmt_us(g_med)} | "
+        f"| `RestTool` over stdio (raw JSON-RPC client → gateway → httpx) | {c.fmt_us(g_med)} | "
         f"{c.fmt_us(g_p95)} |",
         f"| **added by the gateway** | **{added * 1000:.0f} µs** ({added:.4f} ms) | "
         f"{(g_p95 - d_p95) / 1e3:.0f} µs |",

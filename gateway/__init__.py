@@ -10,12 +10,14 @@ __version__ = "0.1.0"
 from .config import env_field
 from .errors import ErrorCode, GatewayError
 from .hookspecs import hookimpl
+from .parts import PluginParts
 from .prompts import PromptContext, PromptSpec
 from .spec import (
     HealthCheck,
     Mutation,
     NotInitialized,
     PluginContext,
+    Resource,
     Tier,
     ToolContext,
     ToolSpec,
@@ -28,8 +30,10 @@ __all__ = [
     "Mutation",
     "NotInitialized",
     "PluginContext",
+    "PluginParts",
     "PromptContext",
     "PromptSpec",
+    "Resource",
     "Tier",
     "ToolContext",
     "ToolSpec",

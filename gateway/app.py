@@ -27,7 +27,7 @@ from .plugins import (
 from .policy import Policy
 from .prompts import PromptRegistry, RegisteredPrompt, render_prompt
 from .registry import RegisteredTool, Registry
-from .rest.backend import BackendHub
+from .rest.hub import BackendHub
 from .spec import PluginContext, Tier, ToolContext, ToolSpec
 
 BUILTIN = "gateway"

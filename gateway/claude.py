@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from .config import ENV_PREFIX
 from .instructions import slash_command
-from .registry import MAX_FULL_NAME, client_server_name, full_tool_name
+from .registry import (
+    MAX_FULL_NAME,
+    client_server_name,
+    context_bytes,
+    full_tool_name,
+    json_bytes,
+)
 from .spec import Tier
 
 if TYPE_CHECKING:
@@ -188,12 +194,7 @@ def tool_sizes(gateway: Gateway) -> dict[str, Any]:
     tool), and a token estimate; largest first, with the total."""
     rows: list[dict[str, Any]] = []
     for tool in gateway.visible_tools():
-        seen = {
-            "name": tool.name,
-            "description": tool.description,
-            "inputSchema": tool.input_schema,
-        }
-        size = len(json.dumps(seen, separators=(",", ":"), ensure_ascii=False).encode())
+        size = context_bytes(tool)
         rows.append(
             {
                 "name": tool.name,
@@ -201,11 +202,7 @@ def tool_sizes(gateway: Gateway) -> dict[str, Any]:
                 "bytes": size,
                 "tokens": math.ceil(size / BYTES_PER_TOKEN),
                 "description_bytes": len(tool.description.encode()),
-                "input_schema_bytes": len(
-                    json.dumps(
-                        tool.input_schema, separators=(",", ":"), ensure_ascii=False
-                    ).encode()
-                ),
+                "input_schema_bytes": json_bytes(tool.input_schema),
             }
         )
     rows.sort(key=lambda r: (-r["bytes"], r["name"]))

@@ -15,13 +15,13 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
 from .errors import ErrorCode, GatewayError, Sanitizer
+from .rest.status import classify_exception
 from .spec import HealthCheck, NotInitialized
-from .transport import classify_exception
 
 
 class BreakerState(enum.StrEnum):
@@ -80,12 +80,15 @@ class Breaker:
         self.probe_in_flight = False
 
 
+HealthStatus = Literal["ok", "failed", "timeout", "unconfigured", "uninitialized"]
+
+
 @dataclass
 class HealthResult:
     plugin: str
     name: str
     backend: str | None
-    status: str  # ok | failed | timeout | unconfigured | uninitialized
+    status: HealthStatus
     detail: str | None
     required: bool
     duration_ms: float
@@ -239,7 +242,8 @@ class HealthMonitor:
                 0.0,
             )
         timeout = check.timeout or self.default_timeout
-        status, detail = "ok", None
+        status: HealthStatus = "ok"
+        detail: str | None = None
         try:
             with anyio.fail_after(timeout):
                 detail = await check.check()

@@ -20,12 +20,13 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from .audit import AuditLog, redact_arguments
+from .callstate import CURRENT_CALL, CallState
 from .errors import ErrorCode, GatewayError, Sanitizer, error_payload
 from .health import HealthMonitor
 from .policy import Policy
 from .registry import RegisteredTool, Registry
+from .rest.status import classify_exception
 from .spec import ProgressFn, Tier, ToolContext
-from .transport import CURRENT_CALL, CallState, classify_exception
 
 log = logging.getLogger("gateway.pipeline")
 

@@ -26,7 +26,8 @@ from .errors import Sanitizer
 from .health import HealthMonitor
 from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
-from .rest.backend import BackendConflict, BackendHub, RestBackend
+from .rest.backend import RestBackend
+from .rest.hub import BackendConflict, BackendHub
 from .spec import HealthCheck, PluginContext, ToolSpec
 
 HOOK_NAMES = (

@@ -8,8 +8,9 @@ cannot drift from what the pipeline enforces.
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -35,6 +36,30 @@ def client_server_name(name: str) -> str:
 def full_tool_name(server: str, tool: str) -> str:
     """``mcp__<server>__<tool>``: how Claude Code names the tool (and its permission rule)."""
     return f"mcp__{client_server_name(server)}__{tool}"
+
+
+class ListedTool(Protocol):
+    """A tool as ``tools/list`` shows it: a :class:`RegisteredTool`, or an MCP client's ``Tool``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+
+def json_bytes(value: Any) -> int:
+    """UTF-8 bytes of ``value`` as compact JSON, the way a client encodes it."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def context_bytes(tool: ListedTool) -> int:
+    """What a tool costs the model on every turn: the bytes of its name, description and
+    ``inputSchema`` as compact JSON (Claude Code shows the model nothing else of a tool)."""
+    return json_bytes(
+        {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+    )
 
 
 @dataclass

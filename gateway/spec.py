@@ -1,7 +1,9 @@
 """What a plugin hands the core: tool specs, health checks, and the contexts it gets back.
 
 A tool is data. The core derives the JSON schemas, the MCP annotations and the ``MUTATION:``
-paragraph from a :class:`ToolSpec`; nothing has to be kept in sync by hand.
+paragraph from a :class:`ToolSpec`; nothing has to be kept in sync by hand. A spec is generic in
+its input model, so a type checker holds the handler's argument to it. Nothing here knows
+about HTTP: the REST kit (:mod:`gateway.rest`) builds specs and reaches its clients on top.
 """
 
 from __future__ import annotations
@@ -14,23 +16,23 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
 from pydantic import BaseModel
+from typing_extensions import TypeVar as DefaultedTypeVar
 
 from .errors import ErrorCode, GatewayError, Sanitizer
-
-if TYPE_CHECKING:
-    from .rest.backend import RestBackend
-    from .rest.client import RestClient
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
+#: A tool's input model; a bare ``ToolSpec`` (in a list of any tools) is ``ToolSpec[Any]``.
+ArgsT = DefaultedTypeVar("ArgsT", bound=BaseModel, default=Any)
 
 
 class Tier(enum.StrEnum):
@@ -56,39 +58,12 @@ class Mutation:
     idempotent: bool
 
 
-ToolHandler = Callable[[Any, "ToolContext[Any]"], Awaitable[Any]]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool. ``input_model`` is both the published ``inputSchema`` and the validator.
-
-    The handler is ``async def handler(args: InputModel, ctx: ToolContext) -> OutputModel | dict``.
-    ``timeout`` (seconds) overrides the gateway default. ``backend`` is the backend the tool
-    depends on: a name that one of the plugin's health checks declares, or a
-    :class:`~gateway.rest.RestBackend` (the core then provides its settings, client and health
-    check). Its circuit breaker and configuration state gate the call.
-    ``open_world`` says the tool reaches outside the gateway's own data (a remote service).
-    ``max_result_chars`` raises Claude Code's 50k-character inline result limit for this tool.
-    """
-
-    name: str
-    description: str
-    input_model: type[BaseModel]
-    handler: ToolHandler
-    tier: Tier | str | None
-    title: str | None = None
-    output_model: type[BaseModel] | None = None
-    mutation: Mutation | None = None
-    timeout: float | None = None
-    backend: str | RestBackend | None = None
-    open_world: bool = False
-    max_result_chars: int | None = None
+class Backend(Protocol):
+    """A backend declared as an object (:class:`gateway.rest.RestBackend`): its ``name`` is
+    what its health check, breaker and configuration state are kept under."""
 
     @property
-    def backend_name(self) -> str | None:
-        b = self.backend
-        return b if b is None or isinstance(b, str) else b.name
+    def name(self) -> str: ...
 
 
 class NotInitialized(Exception):
@@ -120,16 +95,27 @@ class HealthCheck:
     shared: bool = False
 
 
+@dataclass(frozen=True, eq=False)
+class Resource(Generic[T]):
+    """A typed slot in a plugin's resources: ``CLIENT = Resource[Client]("client")`` once,
+    then ``plugin.get(CLIENT)`` is a ``Client | None`` and ``plugin.put(CLIENT, client)``
+    accepts only a ``Client``. ``name`` is its key in :attr:`PluginContext.resources`."""
+
+    name: str
+
+
 @dataclass
 class PluginContext(Generic[SettingsT]):
     """Everything the core gives one plugin for its whole life.
 
     ``settings`` is the plugin's settings model filled from the config file and environment
-    (``None`` when the plugin declares none). ``resources`` is the plugin's own bag for things
-    opened once in ``open_resources`` and closed in ``close_resources`` (HTTP clients, pools).
+    (``None`` when the plugin declares none). ``resources`` holds what the plugin opens once in
+    ``open_resources`` and closes in ``close_resources`` (HTTP clients, pools); read and write
+    it through typed :class:`Resource` slots with :meth:`get` and :meth:`put`.
     ``logger`` writes to stderr through the redacting handler; stdout is the stdio transport.
     ``read_only``: the deployment hides every mutation tool; a plugin must not write on its own
-    initiative either (no background maintenance that changes data).
+    initiative either (no background maintenance that changes data). ``backends`` is the
+    core's hub of REST backends: :mod:`gateway.rest` reaches its clients through it.
     """
 
     name: str
@@ -140,15 +126,17 @@ class PluginContext(Generic[SettingsT]):
     read_only: bool = False
     resources: dict[str, Any] = field(default_factory=dict)
     sanitizer: Callable[[str], str] = field(default_factory=Sanitizer)
-    backends: Any = None  # the core's BackendHub
+    backends: object = None
 
-    def rest(self, backend: RestBackend) -> RestClient:
-        """The shared client of a REST backend this plugin's tools declare (opened on first
-        use); ``BACKEND_UNAVAILABLE`` naming the setting when the backend is not configured."""
-        if self.backends is None:
-            raise GatewayError(ErrorCode.INTERNAL_ERROR, "REST backends are not available here")
-        client: RestClient = self.backends.client(backend)
-        return client
+    def get(self, slot: Resource[T]) -> T | None:
+        """What :meth:`put` stored in ``slot``, or ``None``."""
+        value: T | None = self.resources.get(slot.name)
+        return value
+
+    def put(self, slot: Resource[T], value: T) -> T:
+        """Store ``value`` in ``slot`` (for :meth:`get`, and for ``close_resources``)."""
+        self.resources[slot.name] = value
+        return value
 
     def sanitize(self, text: str) -> str:
         """Clean text for a *successful* result (e.g. a per-item error inside a batch) with the
@@ -243,10 +231,6 @@ class ToolContext(Generic[SettingsT]):
         """See :meth:`PluginContext.sanitize`."""
         return self.plugin.sanitize(text)
 
-    def rest(self, backend: RestBackend) -> RestClient:
-        """See :meth:`PluginContext.rest`."""
-        return self.plugin.rest(backend)
-
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -265,3 +249,41 @@ class ToolContext(Generic[SettingsT]):
             return fn(*args, **kwargs)
 
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+
+#: A tool's handler: ``async def handler(args: InputModel, ctx: ToolContext) -> OutputModel``.
+ToolHandler = Callable[[ArgsT, ToolContext[Any]], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[ArgsT]):
+    """One tool. ``input_model`` is both the published ``inputSchema`` and the validator.
+
+    The handler is ``async def handler(args: InputModel, ctx: ToolContext) -> OutputModel | dict``
+    (a ``ToolSpec[InputModel]``: a type checker holds the handler to the input model).
+    ``tier`` has no default: a spec whose tier is ``None`` is refused when it is registered.
+    ``timeout`` (seconds) overrides the gateway default. ``backend`` is the backend the tool
+    depends on: a name that one of the plugin's health checks declares, or a
+    :class:`~gateway.rest.RestBackend` (the core then provides its settings, client and health
+    check). Its circuit breaker and configuration state gate the call.
+    ``open_world`` says the tool reaches outside the gateway's own data (a remote service).
+    ``max_result_chars`` raises Claude Code's 50k-character inline result limit for this tool.
+    """
+
+    name: str
+    description: str
+    input_model: type[ArgsT]
+    handler: ToolHandler[ArgsT]
+    tier: Tier | str | None
+    title: str | None = None
+    output_model: type[BaseModel] | None = None
+    mutation: Mutation | None = None
+    timeout: float | None = None
+    backend: str | Backend | None = None
+    open_world: bool = False
+    max_result_chars: int | None = None
+
+    @property
+    def backend_name(self) -> str | None:
+        b = self.backend
+        return b if b is None or isinstance(b, str) else b.name

@@ -18,11 +18,12 @@ from gateway import ErrorCode, GatewayError, Mutation, Tier, ToolSpec, hookimpl
 from gateway.rest import (
     JsonString,
     RestBackend,
+    RestContext,
     RestSettings,
+    RestTool,
     Route,
     UtcTimestamp,
     offset_page,
-    rest_tool,
 )
 from gateway.testing import make_gateway
 from gateway.testing.backends import FakeBackend, FaultMode, Reply
@@ -99,9 +100,14 @@ def _plugin(*specs: Any) -> object:
     return Plugin()
 
 
-GET_ITEM = rest_tool(
-    DEMO,
-    Route(
+GET_ITEM = RestTool(
+    name="demo_get",
+    description="Get an item.",
+    input_model=ItemArgs,
+    output_model=Item,
+    tier=Tier.READ,
+    backend=DEMO,
+    route=Route(
         "GET",
         "/items/{item_id}",
         query=("verbose", "kind"),
@@ -109,14 +115,8 @@ GET_ITEM = rest_tool(
         what="item {item_id}",
         status={404: "no item {item_id}; list the items first"},
     ),
-    name="demo_get",
-    description="Get an item.",
-    input_model=ItemArgs,
-    output_model=Item,
 )
-CREATE = rest_tool(
-    DEMO,
-    Route("POST", "/create", body=("name", "note")),
+CREATE = RestTool(
     name="demo_create",
     description="Create an item.",
     input_model=CreateArgs,
@@ -125,6 +125,8 @@ CREATE = rest_tool(
     mutation=Mutation(
         "creates an item", "nothing", reversible=True, destructive=False, idempotent=False
     ),
+    backend=DEMO,
+    route=Route("POST", "/create", body=("name", "note")),
 )
 
 
@@ -133,23 +135,24 @@ class StatusArgs(BaseModel):
     status: int
 
 
-async def _status_handler(args: StatusArgs, ctx: Any) -> Any:
-    return await ctx.rest(DEMO).request(
+async def _status_handler(args: StatusArgs, ctx: RestContext[Any]) -> Any:
+    answer = await ctx.client.answer(
         "GET",
         "/status/{status}",
         path_params={"status": args.status},
         what="job 42",
         status={409: (ErrorCode.CONFLICT, "job 42 cannot do that now: {reason}")},
     )
+    return answer.data
 
 
-STATUS = ToolSpec(
+STATUS = RestTool(
     name="demo_status",
     description="Ask for a status.",
     input_model=StatusArgs,
-    handler=_status_handler,
     tier=Tier.READ,
     backend=DEMO,
+    run=_status_handler,
 )
 
 
@@ -403,12 +406,13 @@ class OtherArgs(BaseModel):
 
 
 async def test_two_plugins_on_one_backend_share_client_breaker_and_health_check(tmp_path):
-    second = rest_tool(
-        DEMO,
-        Route("GET", "/health"),
+    second = RestTool(
         name="demo_ping",
         description="Ping.",
         input_model=OtherArgs,
+        tier=Tier.READ,
+        backend=DEMO,
+        route=Route("GET", "/health"),
     )
     with Api() as api:
         both = _gw(
@@ -446,8 +450,13 @@ async def test_a_backend_defined_in_one_statement_is_the_same_backend_as_a_decla
         "demo", env_prefix="DEMO_API", settings_table="demo", title="x", health_path="/health"
     )
     assert again.same_identity(DEMO) and again.settings.env_prefix == "DEMO_API"
-    ping = rest_tool(
-        again, Route("GET", "/health"), name="ping", description="P.", input_model=OtherArgs
+    ping = RestTool(
+        name="ping",
+        description="P.",
+        input_model=OtherArgs,
+        tier=Tier.READ,
+        backend=again,
+        route=Route("GET", "/health"),
     )
     with Api() as api:
         gw = _gw(
@@ -467,8 +476,13 @@ def test_a_backend_name_declared_differently_fails_the_second_plugin(tmp_path):
     other = RestBackend(
         name="demo", settings=DemoSettings, settings_table="elsewhere", title="another API"
     )
-    clash = rest_tool(
-        other, Route("GET", "/x"), name="clash", description="Clash.", input_model=OtherArgs
+    clash = RestTool(
+        name="clash",
+        description="Clash.",
+        input_model=OtherArgs,
+        tier=Tier.READ,
+        backend=other,
+        route=Route("GET", "/x"),
     )
     gw = _gw(
         tmp_path, "http://127.0.0.1:9", ("first", _plugin(GET_ITEM)), ("second", _plugin(clash))
@@ -523,14 +537,14 @@ anyio.run(main)
 print("ok")
 """
     (tmp_path / "test_rest_kit_plugin.py").write_text(
-        "from gateway.rest import RestBackend, RestSettings, Route, rest_tool\n"
-        "from gateway import hookimpl\n"
+        "from gateway.rest import RestBackend, RestSettings, RestTool, Route\n"
+        "from gateway import Tier, hookimpl\n"
         "from pydantic import BaseModel, ConfigDict\n"
         "class S(RestSettings):\n    env_prefix = 'DEMO_API'\n"
         "B = RestBackend(name='demo', settings=S, settings_table='demo', title='demo')\n"
         "class A(BaseModel):\n    model_config = ConfigDict(extra='forbid')\n    item_id: str\n"
-        "T = rest_tool(B, Route('GET', '/items/{item_id}'), name='demo_get', description='x',"
-        " input_model=A)\n"
+        "T = RestTool(name='demo_get', description='x', input_model=A, tier=Tier.READ,"
+        " backend=B, route=Route('GET', '/items/{item_id}'))\n"
         "class P:\n    @hookimpl\n    def register_tools(self, register):\n        register(T)\n"
         "def plugin():\n    return P()\n"
     )
@@ -541,17 +555,70 @@ print("ok")
 
 
 def test_rest_tools_must_declare_the_tier_rules_like_any_tool(tmp_path):
-    bad = rest_tool(
-        DEMO,
-        Route("DELETE", "/items/{item_id}"),
+    bad = RestTool(
         name="demo_delete",
         description="Delete.",
         input_model=ItemArgs,
         tier=Tier.MUTATION,
+        backend=DEMO,
+        route=Route("DELETE", "/items/{item_id}"),
     )
     gw = _gw(tmp_path, "http://127.0.0.1:9", ("bad", _plugin(bad)))
     assert gw.plugin("bad").state.value == "failed"
     assert "Mutation" in gw.plugin("bad").reason
+
+
+def test_a_delete_route_without_a_tier_is_refused_never_published_read_only(tmp_path):
+    # Declared without a tier, a REST tool has none to fall back on (there is no default):
+    # the plugin is skipped with the reason, and its DELETE is not offered at all.
+    class NoTier:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(
+                RestTool(
+                    name="demo_delete",
+                    description="Delete.",
+                    input_model=ItemArgs,
+                    backend=DEMO,
+                    route=Route("DELETE", "/items/{item_id}"),
+                )
+            )
+
+    gw = _gw(tmp_path, "http://127.0.0.1:9", ("bad", NoTier()))
+    assert gw.plugin("bad").state.value == "failed"
+    assert "tier" in gw.plugin("bad").reason
+    assert "demo_delete" not in {t.name for t in gw.visible_tools()}
+
+
+def test_a_rest_tool_whose_tier_is_none_is_a_registration_error_like_any_tool(tmp_path):
+    unset = RestTool(
+        name="demo_delete",
+        description="Delete.",
+        input_model=ItemArgs,
+        tier=None,
+        backend=DEMO,
+        route=Route("DELETE", "/items/{item_id}"),
+    )
+    gw = _gw(tmp_path, "http://127.0.0.1:9", ("bad", _plugin(unset)))
+    assert gw.plugin("bad").state.value == "failed"
+    assert "no tier" in gw.plugin("bad").reason
+    assert "demo_delete" not in {t.name for t in gw.visible_tools()}
+
+
+def test_a_rest_tool_is_one_call_or_one_function_never_both_nor_neither():
+    async def run(args: ItemArgs, ctx: RestContext[Any]) -> Any:
+        return {}
+
+    for extra in ({}, {"route": Route("GET", "/items/{item_id}"), "run": run}):
+        with pytest.raises(TypeError, match=r"demo_get.*route= or run="):
+            RestTool(
+                name="demo_get",
+                description="Get.",
+                input_model=ItemArgs,
+                tier=Tier.READ,
+                backend=DEMO,
+                **extra,
+            )
 
 
 def test_gateway_error_backend_down_defaults_to_false():

@@ -1,60 +1,69 @@
-"""The REST-backend kit: one client, one error map, one set of settings for every HTTP API.
+"""The REST-backend kit: one dialect for tools over HTTP APIs, one client, one error map, one
+set of settings for every API.
 
-Declare the backend once, then each tool in a few lines::
+Declare the backend once, then each tool::
 
-    class CockpitSettings(RestSettings):
-        env_prefix = "COCKPIT_API"          # COCKPIT_API_URL, COCKPIT_API_TOKEN, …
-
-    COCKPIT = RestBackend(
-        name="cockpit", settings=CockpitSettings, settings_table="orchestrator",
+    COCKPIT = RestBackend.define(
+        "cockpit", env_prefix="COCKPIT_API", settings_table="orchestrator",
         title="the orchestrator API", health_path="/api/health",
     )
 
-    register(rest_tool(COCKPIT, Route("GET", "/api/jobs/{job_id}", what="job {job_id}"),
-                       name="get_job", description="…", input_model=JobArgs, output_model=Job))
+    GET_JOB = RestTool(
+        name="get_job", description="…", input_model=JobArgs, output_model=Job,
+        tier=Tier.READ, backend=COCKPIT,
+        route=Route("GET", "/api/jobs/{job_id}", what="job {job_id}"),
+    )
 
-Handlers that need more than one call use the client directly:
-``await ctx.rest(COCKPIT).request("GET", "/api/jobs/{job_id}", path_params={...})``.
-Nothing here imports httpx: the client module is imported on a backend's first call.
+A tool that needs more than one call is the same declaration with ``run=`` and an async
+function of the arguments and a :class:`RestContext` (``await ctx.fetch(ROUTE, Model, args)``).
+Nothing here imports httpx: the client module is imported on a backend's first call. See
+``docs/plugins/rest.md``.
 """
 
 from __future__ import annotations
 
 from .backend import RestBackend, basic_auth, bearer_auth
 from .gather import gather
+from .route import Method, Route
 from .settings import RestSettings, env_suffix
-from .status import Failure, StatusRule, backend_reason
-from .tools import (
+from .shapes import (
     JsonString,
     OffsetPage,
-    Route,
+    PageFields,
     UtcTimestamp,
-    backend_tool,
     decode_json_string,
     offset_page,
-    rest_tool,
     to_utc_iso,
-    validate_answer,
+    truncation_marker,
+    uuid_check,
 )
+from .status import Failure, StatusRule, backend_reason, status_error
+from .tools import RestContext, RestRun, RestTool, validate_answer
 
 __all__ = [
     "Failure",
     "JsonString",
+    "Method",
     "OffsetPage",
+    "PageFields",
     "RestBackend",
+    "RestContext",
+    "RestRun",
     "RestSettings",
+    "RestTool",
     "Route",
     "StatusRule",
     "UtcTimestamp",
     "backend_reason",
-    "backend_tool",
     "basic_auth",
     "bearer_auth",
     "decode_json_string",
     "env_suffix",
     "gather",
     "offset_page",
-    "rest_tool",
+    "status_error",
     "to_utc_iso",
+    "truncation_marker",
+    "uuid_check",
     "validate_answer",
 ]

@@ -21,15 +21,14 @@ from urllib.parse import quote
 import anyio
 import httpx
 
+from ..callstate import note_cancelled_waiting
 from ..errors import ErrorCode, GatewayError
-from ..transport import note_cancelled_waiting
 from .backend import RestBackend
 from .settings import RestSettings
 from .status import Failure, StatusRule, backend_reason, status_error
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _RETRY_BACKOFF = (0.1, 0.3)
-NO_BODY: Any = object()
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,9 @@ def fill_path(template: str, values: Mapping[str, Any]) -> str:
 
 
 class RestClient:
+    """The shared client of one backend; handlers reach it as ``ctx.client`` (see
+    :class:`gateway.rest.RestContext`)."""
+
     def __init__(self, backend: RestBackend, settings: RestSettings) -> None:
         assert settings.url is not None
         headers = {"Accept": "application/json", "User-Agent": backend.user_agent}
@@ -136,7 +138,7 @@ class RestClient:
         path: str,
         *,
         params: Mapping[str, Any] | None = None,
-        json_body: Any = NO_BODY,
+        json_body: Any = None,
         headers: Mapping[str, str] | None = None,
         what: str = "this request",
     ) -> AsyncIterator[httpx.Response]:
@@ -146,7 +148,7 @@ class RestClient:
         :meth:`read_capped` and :meth:`failure`.
         """
         kwargs: dict[str, Any] = {"params": _clean(params), "headers": headers}
-        if json_body is not NO_BODY:
+        if json_body is not None:
             kwargs["json"] = json_body
         attempts = len(_RETRY_BACKOFF) + 1 if method == "GET" else 1
         try:
@@ -226,37 +228,6 @@ class RestClient:
 
     # --- JSON requests ---------------------------------------------------------------------------
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        path_params: Mapping[str, Any] | None = None,
-        params: Mapping[str, Any] | None = None,
-        json_body: Any = NO_BODY,
-        status: Mapping[int, StatusRule] | None = None,
-        what: str = "this request",
-        allow_null: bool = False,
-    ) -> Any:
-        """Send one request and return its decoded JSON; every failure is a ``GatewayError``.
-
-        ``path`` may hold ``{placeholders}`` filled from ``path_params`` (each value
-        percent-encoded as one segment). ``params`` with value ``None`` are left out.
-        ``status`` overrides the answer for given statuses (see :data:`StatusRule`).
-        """
-        return (
-            await self.answer(
-                method,
-                path,
-                path_params=path_params,
-                params=params,
-                json_body=json_body,
-                status=status,
-                what=what,
-                allow_null=allow_null,
-            )
-        ).data
-
     async def answer(
         self,
         method: str,
@@ -264,12 +235,19 @@ class RestClient:
         *,
         path_params: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
-        json_body: Any = NO_BODY,
+        json_body: Any = None,
         status: Mapping[int, StatusRule] | None = None,
         what: str = "this request",
         allow_null: bool = False,
     ) -> Answer:
-        """As :meth:`request`, with the status and headers of the answer."""
+        """Send one request and return its decoded JSON with the status and headers; every
+        failure is a ``GatewayError``.
+
+        ``path`` may hold ``{placeholders}`` filled from ``path_params`` (each value
+        percent-encoded as one segment). ``params`` with value ``None`` are left out;
+        ``json_body=None`` sends no body. ``status`` overrides the answer for given statuses
+        (see :data:`StatusRule`); ``allow_null`` accepts an empty (``null``) answer.
+        """
         values = {**(params or {}), **(path_params or {})}
         url = fill_path(path, path_params or {}) if "{" in path else path
         async with self.stream(method, url, params=params, json_body=json_body, what=what) as resp:

@@ -4,7 +4,8 @@ A backend's answer with a status of 300 or more becomes a :class:`~gateway.Gatew
 code says what the model can do about it, and whose message carries the backend's own reason
 (FastAPI's ``{"detail": …}``, Gitea's ``{"message": …}``, or a short text), bounded; the core
 sanitizes it on the way out. A call can override the answer for any status with a
-:data:`StatusRule`.
+:data:`StatusRule`. :func:`classify_exception` maps the exceptions of HTTP client libraries
+that plugin code lets escape (httpx's, by name) the same way, for the pipeline and health.
 """
 
 from __future__ import annotations
@@ -151,3 +152,49 @@ def status_error(f: Failure, rules: Mapping[int, StatusRule] | None = None) -> B
         code, template = rule
         return GatewayError(code, render(template, f))
     return rule(f)
+
+
+def classify_exception(exc: BaseException) -> GatewayError | None:
+    """Map well-known exceptions of HTTP client libraries to structured errors, without
+    importing them.
+
+    For plugins that call ``httpx`` themselves (the REST kit maps its own answers): refused,
+    dropped or timed-out connections mean the backend is down; an ``HTTPStatusError`` is mapped
+    by status, like the kit's answers (a 404 is not worth retrying, a 503 is).
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    module = type(exc).__module__.split(".")[0]
+    if module in {"httpx", "httpcore", "httpx2"}:
+        if names & {"ConnectTimeout", "PoolTimeout"}:
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
+                "the backend did not accept a connection in time",
+                backend_down=True,
+            )
+        if names & {"TimeoutException"}:
+            return GatewayError(
+                ErrorCode.TIMEOUT, "the backend did not answer in time", backend_down=True
+            )
+        if names & {"ConnectError", "NetworkError"}:
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
+                "the backend refused or dropped the connection",
+                backend_down=True,
+            )
+        if "HTTPStatusError" in names:
+            response = getattr(exc, "response", None)
+            status = getattr(response, "status_code", 0)
+            if isinstance(status, int) and status >= 300:
+                err = status_error(Failure(status, "", "this request", "the backend"))
+                if isinstance(err, GatewayError):
+                    return err
+            return GatewayError(ErrorCode.BACKEND_ERROR, "the backend answered an error status")
+        if names & {"RemoteProtocolError", "DecodingError", "TransportError"}:
+            return GatewayError(ErrorCode.BACKEND_ERROR, "the backend sent a malformed response")
+    if isinstance(exc, ConnectionError):
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            "the backend refused or dropped the connection",
+            backend_down=True,
+        )
+    return None

@@ -1,105 +1,48 @@
-"""Declarative REST tools: a route, an input model, an output model → a ``ToolSpec``.
+"""The REST dialect: a :class:`RestTool` is a :class:`~gateway.ToolSpec` bound to a backend.
 
-```python
-GET_JOB = rest_tool(
-    COCKPIT,
-    Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: "no job {job_id}"}),
-    name="get_job", description="…", input_model=JobArgs, output_model=Job,
-)
-```
-Path placeholders are filled from the input fields of the same name (percent-encoded), the
-fields named in ``query`` go into the query string and those in ``body`` into a JSON object
-(``None`` values are left out), ``rename`` maps an input name to the name on the wire. The
-answer is passed through ``shape(data, args)`` if given, then validated with the output model:
-an answer of an unexpected shape is a ``BACKEND_ERROR`` naming the field, never a crash.
+A tool that is one HTTP call declares its ``route``; the answer (through ``shape(data, args)``
+if given) is validated into the output model::
 
-Types for what APIs send: :data:`JsonString` (a JSON document encoded inside a string, decoded),
-:data:`UtcTimestamp` (ISO-8601 in UTC with ``Z``), and :func:`offset_page` for offset/limit
-paging with a total.
+    GET_JOB = RestTool(
+        name="get_job",
+        description="One job: statuses, config, assigned agent, context.",
+        input_model=JobArgs,
+        output_model=Job,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: NO_JOB}),
+    )
+
+A tool that needs more is the same declaration with ``run=`` instead of ``route=``: an async
+function of the validated arguments and a :class:`RestContext`, which sends routes and
+validates answers into typed models (``await ctx.fetch(ROUTE, Model, args)``). Either way the
+backend's breaker and configuration gate the tool, it is marked open-world, and an answer of
+an unexpected shape is a ``BACKEND_ERROR`` naming the field, never an ``INTERNAL_ERROR``.
+Everything :class:`~gateway.ToolSpec` takes (``tier``, which has no default, ``mutation``,
+``title``, ``timeout``, ``max_result_chars``) is taken the same way.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ErrorCode, GatewayError
-from ..spec import Mutation, Tier, ToolContext, ToolSpec
+from ..spec import ArgsT, SettingsT, ToolContext, ToolHandler, ToolSpec
 from .backend import RestBackend
-from .status import StatusRule
+from .hub import BackendHub
+from .route import Route
 
 if TYPE_CHECKING:
     from .client import RestClient
 
-
-@dataclass(frozen=True)
-class Route:
-    """One HTTP call of a tool. ``what`` is a noun phrase for messages, filled from the
-    arguments ("job {job_id}"); ``status`` overrides answers per status code."""
-
-    method: str
-    path: str
-    query: tuple[str, ...] = ()
-    body: tuple[str, ...] | None = None
-    rename: Mapping[str, str] = field(default_factory=dict)
-    status: Mapping[int, StatusRule] = field(default_factory=dict)
-    what: str | None = None
-    allow_null: bool = False
-
-    def describe(self, values: Mapping[str, Any]) -> str:
-        if self.what is None:
-            return f"{self.method} {self.path}"
-        try:
-            return self.what.format_map({k: v for k, v in values.items()})
-        except (KeyError, IndexError, ValueError):
-            return self.what
-
-    async def send(self, client: RestClient, args: BaseModel | Mapping[str, Any]) -> Any:
-        """Send this route with values taken from ``args`` and return the decoded JSON."""
-        values = dict(args)
-        wire = self.rename.get
-        path_params = {name: values.get(name) for name in _placeholders(self.path)}
-        params = {wire(n, n): _plain(values.get(n)) for n in self.query}
-        json_body: Any
-        if self.body is None:
-            from .client import NO_BODY
-
-            json_body = NO_BODY
-        else:
-            json_body = {
-                wire(n, n): _plain(values[n]) for n in self.body if values.get(n) is not None
-            }
-        return await client.request(
-            self.method,
-            self.path,
-            path_params=path_params,
-            params=params,
-            json_body=json_body,
-            status=self.status,
-            what=self.describe(values),
-            allow_null=self.allow_null,
-        )
+M = TypeVar("M", bound=BaseModel)
 
 
-def _placeholders(path: str) -> list[str]:
-    return re.findall(r"\{(\w+)\}", path)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def validate_answer(model: type[BaseModel], data: Any, title: str, what: str) -> BaseModel:
+def validate_answer(model: type[M], data: Any, title: str, what: str) -> M:
     """The backend's answer as ``model``, or a ``BACKEND_ERROR`` naming what did not fit."""
     try:
         return model.model_validate(data)
@@ -114,136 +57,96 @@ def validate_answer(model: type[BaseModel], data: Any, title: str, what: str) ->
         ) from None
 
 
-def backend_tool(
-    backend: RestBackend,
-    *,
-    name: str,
-    description: str,
-    input_model: type[BaseModel],
-    handler: Any,
-    output_model: type[BaseModel] | None = None,
-    tier: Tier | str = Tier.READ,
-    mutation: Mutation | None = None,
-    title: str | None = None,
-    timeout: float | None = None,
-    max_result_chars: int | None = None,
-) -> ToolSpec:
-    """A tool with a handler of its own that calls ``backend`` (``ctx.rest(backend)``): its
-    breaker and configuration gate the tool, which is marked open-world (it reaches outside)."""
-    return ToolSpec(
-        name=name,
-        title=title,
-        description=description,
-        input_model=input_model,
-        output_model=output_model,
-        handler=handler,
-        tier=tier,
-        mutation=mutation,
-        timeout=timeout,
-        backend=backend,
-        open_world=True,
-        max_result_chars=max_result_chars,
-    )
+@dataclass(kw_only=True)
+class RestContext(ToolContext[SettingsT]):
+    """What a REST tool's ``run`` function gets: the :class:`~gateway.ToolContext` of the call
+    (settings, progress, logger, ``sanitize``, ``run_sync``) and its backend's client."""
+
+    backend: RestBackend
+
+    @classmethod
+    def of(cls, ctx: ToolContext[SettingsT], backend: RestBackend) -> RestContext[SettingsT]:
+        return cls(
+            plugin=ctx.plugin,
+            tool=ctx.tool,
+            correlation_id=ctx.correlation_id,
+            _progress=ctx._progress,
+            backend=backend,
+        )
+
+    @property
+    def client(self) -> RestClient:
+        """The backend's shared keep-alive client (opened on first use); ``BACKEND_UNAVAILABLE``
+        naming the setting when the backend is not configured."""
+        hub = self.plugin.backends
+        if not isinstance(hub, BackendHub):
+            raise GatewayError(ErrorCode.INTERNAL_ERROR, "REST backends are not available here")
+        return hub.client(self.backend)
+
+    async def send(self, route: Route, values: BaseModel | Mapping[str, Any]) -> Any:
+        """Send ``route`` with ``values`` (the arguments, or a mapping) and return the JSON."""
+        return await route.send(self.client, values)
+
+    async def fetch(self, route: Route, model: type[M], values: BaseModel | Mapping[str, Any]) -> M:
+        """Send ``route`` with ``values`` and return the answer as ``model``."""
+        data = await route.send(self.client, values)
+        return self.validate(model, data, route.describe(dict(values)))
+
+    def validate(self, model: type[M], data: Any, what: str) -> M:
+        """``data`` (an answer, perhaps reshaped) as ``model``: a ``BACKEND_ERROR`` naming the
+        field and ``what`` was asked for when it does not fit."""
+        return validate_answer(model, data, self.backend.title, what)
 
 
-def rest_tool(
-    backend: RestBackend,
-    route: Route,
-    *,
-    name: str,
-    description: str,
-    input_model: type[BaseModel],
-    output_model: type[BaseModel] | None = None,
-    shape: Callable[[Any, Any], Any] | None = None,
-    tier: Tier | str = Tier.READ,
-    mutation: Mutation | None = None,
-    title: str | None = None,
-    timeout: float | None = None,
-    max_result_chars: int | None = None,
-) -> ToolSpec:
-    """A tool that is one HTTP call: see the module docstring."""
+#: What ``run=`` takes: ``async def run(args: InputModel, ctx: RestContext) -> OutputModel``.
+RestRun = Callable[[ArgsT, RestContext[Any]], Awaitable[object]]
 
-    async def handler(args: BaseModel, ctx: ToolContext[Any]) -> Any:
-        data = await route.send(ctx.rest(backend), args)
-        if shape is not None:
-            data = shape(data, args)
-        if output_model is None or isinstance(data, output_model):
+
+async def _built_later(args: Any, ctx: ToolContext[Any]) -> object:
+    raise AssertionError("RestTool.__post_init__ replaces this handler")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestTool(ToolSpec[ArgsT]):
+    """A tool of a REST backend: exactly one of ``route`` (the tool is that call, its answer
+    passed through ``shape(data, args)`` and validated into ``output_model``) or ``run`` (an
+    async function of the arguments and a :class:`RestContext`). See the module docstring."""
+
+    backend: RestBackend
+    handler: ToolHandler[ArgsT] = _built_later
+    route: Route | None = None
+    shape: Callable[[Any, ArgsT], Any] | None = field(default=None, compare=False)
+    run: RestRun[ArgsT] | None = field(default=None, compare=False)
+    open_world: bool = True
+
+    def __post_init__(self) -> None:
+        if self.handler is not _built_later:
+            return  # a handler of its own (the test kit swaps handlers in)
+        if self.run is not None and self.route is None:
+            handler = _running(self, self.run)
+        elif self.route is not None and self.run is None:
+            handler = _sending(self, self.route)
+        else:
+            raise TypeError(f"RestTool {self.name!r}: give either route= or run=")
+        handler.__name__ = handler.__qualname__ = self.name
+        object.__setattr__(self, "handler", handler)
+
+
+def _running(tool: RestTool[ArgsT], run: RestRun[ArgsT]) -> ToolHandler[ArgsT]:
+    async def handler(args: ArgsT, ctx: ToolContext[Any]) -> object:
+        return await run(args, RestContext.of(ctx, tool.backend))
+
+    return handler
+
+
+def _sending(tool: RestTool[ArgsT], route: Route) -> ToolHandler[ArgsT]:
+    async def handler(args: ArgsT, ctx: ToolContext[Any]) -> object:
+        rest = RestContext.of(ctx, tool.backend)
+        data = await rest.send(route, args)
+        if tool.shape is not None:
+            data = tool.shape(data, args)
+        if tool.output_model is None or isinstance(data, tool.output_model):
             return data
-        return validate_answer(output_model, data, backend.title, route.describe(dict(args)))
+        return rest.validate(tool.output_model, data, route.describe(dict(args)))
 
-    handler.__name__ = name
-    return backend_tool(
-        backend,
-        name=name,
-        title=title,
-        description=description,
-        input_model=input_model,
-        output_model=output_model,
-        handler=handler,
-        tier=tier,
-        mutation=mutation,
-        timeout=timeout,
-        max_result_chars=max_result_chars,
-    )
-
-
-# --- types for what APIs send ----------------------------------------------------------------
-
-
-def decode_json_string(value: Any) -> Any:
-    """A JSON document sent inside a string (``"{\\"a\\": 1}"``) as the document; other values,
-    and strings that are not JSON, unchanged."""
-    if isinstance(value, str) and (value.lstrip()[:1] in ("{", "[", '"') or value == "null"):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-#: A field the API sends as a JSON-encoded string; the model sees the decoded value.
-JsonString = Annotated[Any, BeforeValidator(decode_json_string)]
-
-
-def to_utc_iso(value: Any) -> Any:
-    """``2026-11-22T09:58:22.221362+00:00`` or ``…Z`` or epoch seconds → ``…Z`` in UTC. Times
-    without an offset are left as they are: their zone is unknown."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        moment = datetime.fromtimestamp(value, UTC)
-    elif isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return value
-        if moment.tzinfo is None:
-            return value
-    else:
-        return value
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-#: An ISO-8601 timestamp normalized to UTC with a ``Z``.
-UtcTimestamp = Annotated[str, BeforeValidator(to_utc_iso)]
-
-
-class OffsetPage(BaseModel):
-    """The paging fields of a result (what :func:`offset_page` fills): base of a page model."""
-
-    total: int
-    offset: int
-    limit: int
-    has_more: bool
-    next_offset: int | None = None
-
-
-def offset_page(*, total: int, offset: int, limit: int, returned: int) -> dict[str, Any]:
-    """``has_more`` and ``next_offset`` for offset/limit paging with a known total."""
-    next_offset = offset + returned
-    more = returned > 0 and next_offset < total
-    return {
-        "total": total,
-        "offset": offset,
-        "limit": limit,
-        "has_more": more,
-        "next_offset": next_offset if more else None,
-    }
+    return handler

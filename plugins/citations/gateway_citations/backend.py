@@ -1,5 +1,5 @@
 """The orchestrator API as these tools see it: the shared backend, the ids checked before any
-request, and the few helpers every tool uses.
+request, and the job check every tool makes when its answer is empty.
 
 ``COCKPIT`` is the very statement the orchestrator plugin makes in
 ``gateway_orchestrator/backend.py``: installed together, the two plugins get one client, one
@@ -9,13 +9,12 @@ orchestrator plugin).
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal, TypeVar, cast, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from gateway import ErrorCode, ToolContext, ToolSpec
-from gateway.rest import RestBackend, Route, backend_tool, validate_answer
+from gateway import ErrorCode
+from gateway.rest import RestBackend, RestContext, Route, uuid_check
 
 COCKPIT = RestBackend.define(
     "cockpit",
@@ -27,21 +26,12 @@ COCKPIT = RestBackend.define(
 
 #: Where a model finds job ids: list_jobs (orchestrator plugin) or, with this plugin alone,
 #: list_job_sources without job_id (each source lists its jobs).
-JOB_IDS_HINT = "list_jobs (or list_job_sources without job_id) shows them"
-
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+JOB_IDS = "list_jobs (or list_job_sources without job_id)"
 _INT4_MAX = 2**31 - 1  # sources.id and citations.id are PostgreSQL serials
-
-
-def _job_uuid(value: str) -> str:
-    if not _UUID.fullmatch(value):
-        raise ValueError(f"must be a job UUID; {JOB_IDS_HINT}")
-    return value.lower()
-
 
 # Every citation endpoint puts the job id into SQL and answers a malformed one with a 500
 # carrying the database's text; checked here, it never gets there.
-JobId = Annotated[str, Field(max_length=36, description="Job UUID."), AfterValidator(_job_uuid)]
+JobId = Annotated[str, Field(max_length=36, description="Job UUID."), uuid_check("job", JOB_IDS)]
 # Strict: a boolean or a string is not an id (lax pydantic would turn true into source 1).
 SourceId = Annotated[int, Field(strict=True, ge=1, le=_INT4_MAX, description="Source id.")]
 CitationId = Annotated[int, Field(strict=True, ge=1, le=_INT4_MAX, description="Citation id.")]
@@ -66,39 +56,19 @@ class Wire(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-async def fetch(
-    ctx: ToolContext[Any], route: Route, args: BaseModel, model: type[M], *, wrap: str = ""
-) -> M:
-    """Send ``route`` with ``args`` and return the answer as ``model`` (``BACKEND_ERROR``
-    naming the field when it does not fit). ``wrap`` puts an answer that is a bare list
-    under that field of ``model``."""
-    data = await route.send(ctx.rest(COCKPIT), args)
-    if wrap:
-        data = {wrap: data}
-    return cast(M, validate_answer(model, data, COCKPIT.title, route.describe(dict(args))))
-
-
 _JOB = Route(
     "GET",
     "/api/jobs/{job_id}",
     what="job {job_id}",
-    status={404: (ErrorCode.NOT_FOUND, f"no job {{job_id}}; {JOB_IDS_HINT}")},
+    status={404: (ErrorCode.NOT_FOUND, f"no job {{job_id}}; {JOB_IDS} shows them")},
 )
 
 
-async def require_job(ctx: ToolContext[Any], job_id: str) -> None:
+async def require_job(ctx: RestContext[Any], job_id: str) -> None:
     """``NOT_FOUND`` unless the job exists.
 
     The citation endpoints answer an unknown job exactly like a job with nothing in it (an
     empty list, zero counts); tools call this when their answer is empty, so an empty result
     means "the job has none", never "there is no such job".
     """
-    await _JOB.send(ctx.rest(COCKPIT), {"job_id": job_id})
-
-
-def read_tool(**spec: Any) -> ToolSpec:
-    """A read tool of this plugin: bound to ``COCKPIT`` (its breaker, health and settings)."""
-    return backend_tool(COCKPIT, **spec)
+    await ctx.send(_JOB, {"job_id": job_id})

@@ -6,10 +6,19 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from gateway import ToolContext, ToolSpec
-from gateway.rest import JsonString, OffsetPage, Route, UtcTimestamp, offset_page
+from gateway import Tier
+from gateway.rest import (
+    JsonString,
+    OffsetPage,
+    RestContext,
+    RestTool,
+    Route,
+    UtcTimestamp,
+    offset_page,
+)
 
 from .backend import (
+    COCKPIT,
     SOURCE_TYPES,
     Args,
     CitationId,
@@ -18,8 +27,6 @@ from .backend import (
     Offset,
     SourceId,
     Wire,
-    fetch,
-    read_tool,
     require_job,
 )
 
@@ -76,8 +83,8 @@ LIST_CITATIONS = Route(
 )
 
 
-async def list_job_citations(args: ListCitationsArgs, ctx: ToolContext[Any]) -> CitationsPage:
-    answer = await fetch(ctx, LIST_CITATIONS, args, CitationsAnswer)
+async def list_job_citations(args: ListCitationsArgs, ctx: RestContext[Any]) -> CitationsPage:
+    answer = await ctx.fetch(LIST_CITATIONS, CitationsAnswer, args)
     if answer.total == 0:
         await require_job(ctx, args.job_id)
     page = offset_page(
@@ -124,10 +131,6 @@ CITATION = Route(
 )
 
 
-async def get_citation_detail(args: CitationArgs, ctx: ToolContext[Any]) -> Citation:
-    return await fetch(ctx, CITATION, args, Citation)
-
-
 # --- get_citation_stats ----------------------------------------------------------------------
 
 
@@ -155,8 +158,8 @@ STATS = Route(
 )
 
 
-async def get_citation_stats(args: StatsArgs, ctx: ToolContext[Any]) -> Stats:
-    stats = await fetch(ctx, STATS, args, Stats)
+async def get_citation_stats(args: StatsArgs, ctx: RestContext[Any]) -> Stats:
+    stats = await ctx.fetch(STATS, Stats, args)
     if stats.total_sources == 0 and stats.total_citations == 0:
         await require_job(ctx, args.job_id)
     return stats.model_copy(
@@ -173,40 +176,39 @@ async def get_citation_stats(args: StatsArgs, ctx: ToolContext[Any]) -> Stats:
     )
 
 
-def tools() -> list[ToolSpec]:
-    return [
-        read_tool(
-            name="list_job_citations",
-            title="List a job's citations",
-            description=(
-                "A job's citations: claim, source, verification status, confidence, extraction "
-                "method, similarity. Paged."
-            ),
-            input_model=ListCitationsArgs,
-            output_model=CitationsPage,
-            handler=list_job_citations,
-            max_result_chars=100_000,
-        ),
-        read_tool(
-            name="get_citation_detail",
-            title="Read a citation",
-            description=(
-                "One citation in full: verbatim quote and context, source and locator (page, "
-                "section), verification notes, matched location, reasoning."
-            ),
-            input_model=CitationArgs,
-            output_model=Citation,
-            handler=get_citation_detail,
-        ),
-        read_tool(
-            name="get_citation_stats",
-            title="Citation statistics of a job",
-            description=(
-                "A job's sources by type and citations by verification status, confidence and "
-                "extraction method, zeros included."
-            ),
-            input_model=StatsArgs,
-            output_model=Stats,
-            handler=get_citation_stats,
-        ),
-    ]
+TOOLS = (
+    RestTool(
+        name="list_job_citations",
+        title="List a job's citations",
+        description="A job's citations: claim, source, verification status, confidence, "
+        "extraction method, similarity. Paged.",
+        input_model=ListCitationsArgs,
+        output_model=CitationsPage,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=list_job_citations,
+        max_result_chars=100_000,
+    ),
+    RestTool(
+        name="get_citation_detail",
+        title="Read a citation",
+        description="One citation in full: verbatim quote and context, source and locator (page, "
+        "section), verification notes, matched location, reasoning.",
+        input_model=CitationArgs,
+        output_model=Citation,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=CITATION,
+    ),
+    RestTool(
+        name="get_citation_stats",
+        title="Citation statistics of a job",
+        description="A job's sources by type and citations by verification status, confidence "
+        "and extraction method, zeros included.",
+        input_model=StatsArgs,
+        output_model=Stats,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_citation_stats,
+    ),
+)

@@ -1,29 +1,18 @@
 """The citations plugin: a job's sources, citations, annotations and tags, and a search of its
 source library, read from the agent orchestrator ("Debug Cockpit API").
 
-Eight read tools for verifying an agent's work; everything HTTP is the core's REST kit over the
+Eight read tools for verifying an agent's work, all declared in the core's REST dialect over the
 ``cockpit`` backend, which the orchestrator plugin shares when both are installed.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from gateway import hookimpl
+from gateway import PluginParts
 
 from . import citations, prompts, search, sources
 
-MODULES = (sources, citations, search)
-
-
-@hookimpl
-def register_tools(register: Any) -> None:
-    for module in MODULES:
-        for spec in module.tools():
-            register(spec)
-
-
-@hookimpl
-def register_prompts(register: Any) -> None:
-    for spec in prompts.prompts():
-        register(spec)
+PARTS = PluginParts(
+    tools=(*sources.TOOLS, *citations.TOOLS, *search.TOOLS), prompts=prompts.PROMPTS
+)
+register_tools = PARTS.register_tools
+register_prompts = PARTS.register_prompts

@@ -53,15 +53,14 @@ def verify_citations(args: JobArgs, ctx: PromptContext) -> str:
     return f"Verify the citations of job {args.job_id}.\n\n{body}"
 
 
-def prompts() -> list[PromptSpec]:
-    return [
-        PromptSpec(
-            name="verify_citations",
-            title="Verify a job's citations",
-            description="Check a job's failed citations against their sources, then approve "
-            "or send back.",
-            arguments=JobArgs,
-            render=verify_citations,
-            requires=("get_citation_stats", "list_job_citations"),
-        )
-    ]
+PROMPTS = (
+    PromptSpec(
+        name="verify_citations",
+        title="Verify a job's citations",
+        description="Check a job's failed citations against their sources, then approve or send "
+        "back.",
+        arguments=JobArgs,
+        render=verify_citations,
+        requires=("get_citation_stats", "list_job_citations"),
+    ),
+)

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
-from gateway import ToolContext, ToolSpec
-from gateway.rest import Route
+from gateway import Tier
+from gateway.rest import RestContext, RestTool, Route, truncation_marker
 
-from .backend import Args, JobId, SourceType, Wire, fetch, read_tool, require_job
+from .backend import COCKPIT, Args, JobId, SourceType, Wire, require_job
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 SNIPPET_MAX = 1000
@@ -118,7 +118,7 @@ def plain_snippet(snippet: str, limit: int) -> str:
     if cut.count("**") % 2:  # a highlight cut in two: it goes whole
         cut = cut[: cut.rfind("**")]
     cut = cut.rstrip()
-    return f"{cut} [truncated] {len(text) - len(cut):,} more chars"
+    return f"{cut} {truncation_marker(len(text) - len(cut), len(text))}"
 
 
 def matched_words(snippet: str | None) -> list[str]:
@@ -150,8 +150,8 @@ def summarize(hits: list[Found], args: SearchArgs) -> str:
     return f"{len(hits)} hit(s): {counts}; best: source {best.source_id} ({best.evidence_label})"
 
 
-async def search_job_sources(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
-    answer = await fetch(ctx, SEARCH, args, SearchAnswer)
+async def search_job_sources(args: SearchArgs, ctx: RestContext[Any]) -> SearchResult:
+    answer = await ctx.fetch(SEARCH, SearchAnswer, args)
     if not answer.results:
         await require_job(ctx, args.job_id)
     ran = answer.mode or args.mode
@@ -178,19 +178,18 @@ async def search_job_sources(args: SearchArgs, ctx: ToolContext[Any]) -> SearchR
     )
 
 
-def tools() -> list[ToolSpec]:
-    return [
-        read_tool(
-            name="search_job_sources",
-            title="Search a job's sources",
-            description=(
-                "Search the content of a job's sources. Per hit: source, evidence label "
-                "HIGH/MEDIUM/LOW and why, snippet with matches in **bold**. States the mode that "
-                "ran (the orchestrator may fall back to keyword)."
-            ),
-            input_model=SearchArgs,
-            output_model=SearchResult,
-            handler=search_job_sources,
-            max_result_chars=100_000,
-        )
-    ]
+TOOLS = (
+    RestTool(
+        name="search_job_sources",
+        title="Search a job's sources",
+        description="Search the content of a job's sources. Per hit: source, evidence label "
+        "HIGH/MEDIUM/LOW and why, snippet with matches in **bold**. States the mode that ran "
+        "(the orchestrator may fall back to keyword).",
+        input_model=SearchArgs,
+        output_model=SearchResult,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=search_job_sources,
+        max_result_chars=100_000,
+    ),
+)

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, RootModel
 
-from gateway import ToolContext, ToolSpec
-from gateway.rest import JsonString, OffsetPage, Route, UtcTimestamp, offset_page
-
-from .backend import (
-    Args,
-    JobId,
-    Limit,
-    Offset,
-    SourceId,
-    SourceType,
-    Wire,
-    fetch,
-    read_tool,
-    require_job,
+from gateway import Tier
+from gateway.rest import (
+    JsonString,
+    OffsetPage,
+    RestContext,
+    RestTool,
+    Route,
+    UtcTimestamp,
+    offset_page,
+    truncation_marker,
 )
+
+from .backend import COCKPIT, Args, JobId, Limit, Offset, SourceId, SourceType, Wire, require_job
 
 #: get_source_detail returns at most this many characters of content: even at one token per
 #: character the result stays under Claude Code's 25,000-token limit for a tool result.
@@ -69,8 +67,8 @@ LIST_SOURCES = Route(
 )
 
 
-async def list_job_sources(args: ListSourcesArgs, ctx: ToolContext[Any]) -> SourcesPage:
-    answer = await fetch(ctx, LIST_SOURCES, args, SourcesAnswer)
+async def list_job_sources(args: ListSourcesArgs, ctx: RestContext[Any]) -> SourcesPage:
+    answer = await ctx.fetch(LIST_SOURCES, SourcesAnswer, args)
     if args.job_id and answer.total == 0:
         await require_job(ctx, args.job_id)
     page = offset_page(
@@ -123,18 +121,16 @@ def _cut_hint(content_limit: int) -> str:
     return f"this tool shows at most {CONTENT_CAP:,}; search_job_sources finds passages in the rest"
 
 
-async def get_source_detail(args: SourceDetailArgs, ctx: ToolContext[Any]) -> SourceDetail:
-    answer = await fetch(ctx, SOURCE, args, SourceAnswer)
+async def get_source_detail(args: SourceDetailArgs, ctx: RestContext[Any]) -> SourceDetail:
+    answer = await ctx.fetch(SOURCE, SourceAnswer, args)
     # content_limit=0 asks the API for everything (as the orchestrator's own tool does); the
     # cap is applied here, and so is the limit, should an API version not apply it.
     shown = answer.content[: args.content_limit or CONTENT_CAP]
     full = max(answer.full_content_length, len(answer.content))
     content = shown
     if len(shown) < full:
-        content += (
-            f"\n[truncated] {full - len(shown):,} of {full:,} characters not shown; "
-            f"{_cut_hint(args.content_limit)}"
-        )
+        hint = _cut_hint(args.content_limit)
+        content += "\n" + truncation_marker(full - len(shown), full, hint=hint)
     return SourceDetail(
         **answer.model_dump(exclude={"content"}),
         content=content,
@@ -174,9 +170,8 @@ class Annotations(Wire):
     count: int
 
 
-class AnnotationList(Wire):
-    # the API answers a bare list; wrapped so it validates like any other answer
-    items: list[Annotation]
+class AnnotationList(RootModel[list[Annotation]]):
+    pass
 
 
 ANNOTATIONS = Route(
@@ -188,8 +183,8 @@ ANNOTATIONS = Route(
 )
 
 
-async def get_source_annotations(args: AnnotationsArgs, ctx: ToolContext[Any]) -> Annotations:
-    notes = (await fetch(ctx, ANNOTATIONS, args, AnnotationList, wrap="items")).items
+async def get_source_annotations(args: AnnotationsArgs, ctx: RestContext[Any]) -> Annotations:
+    notes = (await ctx.fetch(ANNOTATIONS, AnnotationList, args)).root
     if not notes:
         await require_job(ctx, args.job_id)
     return Annotations(
@@ -211,8 +206,8 @@ class Tags(Wire):
     tags: list[str]
 
 
-class TagList(Wire):
-    items: list[str]
+class TagList(RootModel[list[str]]):
+    pass
 
 
 TAGS = Route(
@@ -222,57 +217,58 @@ TAGS = Route(
 )
 
 
-async def get_source_tags(args: TagsArgs, ctx: ToolContext[Any]) -> Tags:
-    tags = (await fetch(ctx, TAGS, args, TagList, wrap="items")).items
+async def get_source_tags(args: TagsArgs, ctx: RestContext[Any]) -> Tags:
+    tags = (await ctx.fetch(TAGS, TagList, args)).root
     if not tags:
         await require_job(ctx, args.job_id)
     return Tags(job_id=args.job_id, source_id=args.source_id, tags=tags)
 
 
-def tools() -> list[ToolSpec]:
-    return [
-        read_tool(
-            name="list_job_sources",
-            title="List a job's sources",
-            description=(
-                "A job's sources with content previews; without job_id, all jobs' sources, each "
-                "with its job_ids. Paged."
-            ),
-            input_model=ListSourcesArgs,
-            output_model=SourcesPage,
-            handler=list_job_sources,
-            max_result_chars=100_000,
-        ),
-        read_tool(
-            name="get_source_detail",
-            title="Read a source",
-            description=(
-                "One source as the agent had it when citing: content (cut with a [truncated] "
-                "marker), metadata, hash, the jobs using it."
-            ),
-            input_model=SourceDetailArgs,
-            output_model=SourceDetail,
-            handler=get_source_detail,
-            max_result_chars=100_000,
-        ),
-        read_tool(
-            name="get_source_annotations",
-            title="Read a source's annotations",
-            description=(
-                "The agent's notes, highlights, summaries, questions and critiques on a source "
-                "in a job."
-            ),
-            input_model=AnnotationsArgs,
-            output_model=Annotations,
-            handler=get_source_annotations,
-            max_result_chars=100_000,
-        ),
-        read_tool(
-            name="get_source_tags",
-            title="Read a source's tags",
-            description="The tags a job gave a source.",
-            input_model=TagsArgs,
-            output_model=Tags,
-            handler=get_source_tags,
-        ),
-    ]
+TOOLS = (
+    RestTool(
+        name="list_job_sources",
+        title="List a job's sources",
+        description="A job's sources with content previews; without job_id, all jobs' sources, "
+        "each with its job_ids. Paged.",
+        input_model=ListSourcesArgs,
+        output_model=SourcesPage,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=list_job_sources,
+        max_result_chars=100_000,
+    ),
+    RestTool(
+        name="get_source_detail",
+        title="Read a source",
+        description="One source as the agent had it when citing: content (cut with a "
+        "[truncated] marker), metadata, hash, the jobs using it.",
+        input_model=SourceDetailArgs,
+        output_model=SourceDetail,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_source_detail,
+        max_result_chars=100_000,
+    ),
+    RestTool(
+        name="get_source_annotations",
+        title="Read a source's annotations",
+        description="The agent's notes, highlights, summaries, questions and critiques on a "
+        "source in a job.",
+        input_model=AnnotationsArgs,
+        output_model=Annotations,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_source_annotations,
+        max_result_chars=100_000,
+    ),
+    RestTool(
+        name="get_source_tags",
+        title="Read a source's tags",
+        description="The tags a job gave a source.",
+        input_model=TagsArgs,
+        output_model=Tags,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_source_tags,
+    ),
+)

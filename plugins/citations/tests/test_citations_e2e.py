@@ -40,7 +40,7 @@ TOOLS = {
 
 
 def _orchestrator_registers(tool: str) -> bool:
-    """Whether the installed orchestrator plugin provides ``tool`` (its part 1 brings
+    """Whether the installed orchestrator plugin provides ``tool`` (its job tools bring
     resume_job_with_feedback): the last step turns itself on when it does."""
     with tempfile.TemporaryDirectory() as tmp:
         gw = make_gateway(plugins=["orchestrator"], env={}, cwd=Path(tmp))
@@ -179,7 +179,7 @@ async def test_alongside_the_orchestrator_plugin_the_tools_and_backend_coexist(t
 
 @pytest.mark.skipif(
     not _orchestrator_registers(RESUME),
-    reason=f"the orchestrator plugin does not register {RESUME} yet (its part 1)",
+    reason=f"the orchestrator plugin does not register {RESUME} yet (its job tools)",
 )
 async def test_the_workflow_ends_with_resume_job_with_feedback(tmp_path):
     with FakeOrchestrator() as api:

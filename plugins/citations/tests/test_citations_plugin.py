@@ -3,7 +3,6 @@ plugin, start-up imports, and the bytes its tools cost the model."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import pytest
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
 
+from gateway.registry import context_bytes
 from gateway.testing import (
     assert_backend_tools_degrade,
     assert_plugin_conforms,
@@ -135,16 +135,7 @@ async def test_the_eight_tools_cost_the_model_at_most_the_budget(tmp_path, capsy
     gw = make_gateway(plugins=["citations"], env={}, cwd=tmp_path)
     async with gw, gateway_client(gw) as client:
         listed = [t for t in (await client.list_tools()).tools if t.name in TOOLS]
-    sizes = {
-        t.name: len(
-            json.dumps(
-                {"name": t.name, "description": t.description, "inputSchema": t.input_schema},
-                separators=(",", ":"),
-                ensure_ascii=False,
-            ).encode()
-        )
-        for t in listed
-    }
+    sizes = {t.name: context_bytes(t) for t in listed}
     assert set(sizes) == TOOLS
     with capsys.disabled():
         print(f"\ncitations tools: {sum(sizes.values())} bytes (budget {BYTE_BUDGET}): {sizes}")

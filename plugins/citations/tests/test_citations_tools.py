@@ -394,7 +394,9 @@ async def test_snippets_are_cut_at_snippet_chars_with_a_marker(cit_gateway, orch
     for hit in result["results"]:
         text, _, marker = hit["snippet"].partition(" [truncated] ")
         assert len(text) <= 80 and text.count("**") % 2 == 0
-        assert marker.endswith(" more chars") and int(marker.split()[0].replace(",", "")) > 0
+        assert (
+            marker.endswith(" characters not shown") and int(marker.split()[0].replace(",", "")) > 0
+        )
     for hit in default["results"]:
         assert len(hit["snippet"].partition(" [truncated] ")[0]) <= 500
 
@@ -510,7 +512,7 @@ def test_plain_snippets_never_exceed_the_limit_nor_leave_bold_open(words, limit)
         assert (text, marker) == (plain, "")
     else:
         assert len(text) <= limit and plain.startswith(text)
-        assert marker == f"{len(plain) - len(text):,} more chars"
+        assert marker == f"{len(plain) - len(text):,} of {len(plain):,} characters not shown"
 
 
 def test_json_of_a_snippet_is_what_a_model_reads():

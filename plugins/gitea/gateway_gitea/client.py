@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -46,13 +46,17 @@ class Commit:
     parents: tuple[str, ...]
 
 
+TreeEntryType = Literal["blob", "tree", "commit"]
+_ENTRY_TYPES: tuple[TreeEntryType, ...] = ("blob", "tree", "commit")
+
+
 @dataclass(frozen=True)
 class TreeEntry:
     """One entry of a git tree; ``mode`` as git writes it in tree objects (``40000``)."""
 
     name: str
     mode: str
-    type: str  # blob | tree | commit
+    type: TreeEntryType
     sha: str
     size: int
 
@@ -72,7 +76,7 @@ class RawFile:
     size: int  # the whole file, even when only a prefix was read
     complete: bool
     content_type: str
-    object_type: str  # file | symlink
+    object_type: Literal["file", "symlink"]
 
 
 def _shape_error(what: str) -> GatewayError:
@@ -105,9 +109,9 @@ def parse_commit(item: Any) -> Commit:
 
 
 def parse_tree_entry(item: Any) -> TreeEntry:
-    kind = str(item["type"])
-    if kind not in ("blob", "tree", "commit"):
-        raise ValueError(kind)
+    kind = next((k for k in _ENTRY_TYPES if k == item["type"]), None)
+    if kind is None:
+        raise ValueError(item["type"])
     mode = format(int(str(item["mode"]), 8), "o")  # Gitea sends %06o: 040000 -> 40000
     sha = str(item["sha"])
     bytes.fromhex(sha)
@@ -239,10 +243,6 @@ class GiteaClient:
         return first + rest
 
     # --- endpoints ---------------------------------------------------------------------------
-
-    async def version(self) -> str:
-        data, _ = await self._get_json("/version", None, "the server version")
-        return _parse("the server version", lambda: str(data["version"]))
 
     async def repository(self, job_id: str) -> dict[str, Any]:
         name = self.full_name(job_id)
@@ -379,7 +379,8 @@ class GiteaClient:
             elif not complete and resp.headers.get("Content-Length", "").isdigit():
                 size = int(resp.headers["Content-Length"])
             complete = complete and size <= len(data)
-            kind = resp.headers.get("X-Gitea-Object-Type", "file") or "file"
+            symlink = resp.headers.get("X-Gitea-Object-Type") == "symlink"
+            kind: Literal["file", "symlink"] = "symlink" if symlink else "file"
             return RawFile(data, size, complete, resp.headers.get("Content-Type", ""), kind)
 
     async def tags(self, job_id: str) -> list[Tag]:

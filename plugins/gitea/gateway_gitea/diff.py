@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway import ErrorCode, GatewayError
+from gateway.rest import gather, truncation_marker
 
 from .models import DiffFile, SkippedFile, Status
 
@@ -105,10 +106,8 @@ class TextLimit:
         kept = "".join(self._parts)
         if not self.over:
             return kept
-        return (
-            f"{kept}[truncated] {self.omitted_chars} more characters ({self.omitted_lines} "
-            f"lines) not shown; {hint}\n"
-        )
+        lines = f"characters ({self.omitted_lines:,} lines)"
+        return f"{kept}{truncation_marker(self.omitted_chars, self.total_chars, unit=lines, hint=hint)}\n"
 
 
 # --- walking the two trees -------------------------------------------------------------------
@@ -158,7 +157,6 @@ async def walk_trees(
     max_blob_bytes: int,
 ) -> Walk:
     """Compare the trees of ``base`` and ``head`` (``(commit, tree)`` each) below ``scope``."""
-    from .client import gather
 
     walk = Walk()
 
@@ -262,7 +260,6 @@ async def fetch_blobs(
     max_blob_bytes: int,
     progress: Callable[[int, int], Awaitable[None]],
 ) -> dict[str, bytes]:
-    from .client import gather
 
     out: dict[str, bytes] = {}
     total = len(blobs)

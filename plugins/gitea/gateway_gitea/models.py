@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -21,10 +21,7 @@ from pydantic import (
 )
 
 from gateway import env_field
-from gateway.rest import RestBackend, RestSettings, basic_auth
-
-if TYPE_CHECKING:
-    from gateway.rest.client import RestClient
+from gateway.rest import RestBackend, RestSettings, basic_auth, uuid_check
 
 UNAVAILABLE = "Gitea is not available — git history tools require a running Gitea instance"
 
@@ -113,9 +110,9 @@ def gitea_auth(settings: Settings) -> dict[str, str]:
     return {}
 
 
-async def gitea_health(client: RestClient) -> str:
-    data = await client.request("GET", "/version", what="the server version")
-    version = data.get("version") if isinstance(data, dict) else None
+def gitea_version(answer: Any) -> str:
+    """What health reports of ``GET /version``: that it answered, with the credentials."""
+    version = answer.get("version") if isinstance(answer, dict) else None
     if not isinstance(version, str):
         raise ValueError("Gitea answered /version in an unexpected shape")
     return f"Gitea {version}, credentials accepted"
@@ -127,7 +124,8 @@ GITEA = RestBackend(
     settings_table="gitea",
     title="Gitea",
     api_prefix="/api/v1",
-    health=gitea_health,
+    health_path="/version",
+    health_detail=gitea_version,
     auth=gitea_auth,
     user_agent="mcp-gateway-gitea",
     down_message=UNAVAILABLE,
@@ -136,18 +134,8 @@ GITEA = RestBackend(
 
 # --- argument validators ---------------------------------------------------------------------
 
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _REF_CHARS = re.compile(r"^[A-Za-z0-9_./+-]+$")
-
-
-def check_job_id(value: str) -> str:
-    if not _UUID.fullmatch(value):
-        raise ValueError(
-            "must be the job's UUID, e.g. 3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e; "
-            "list_jobs or get_job shows it"
-        )
-    return value
 
 
 def check_ref(value: str) -> str:
@@ -200,9 +188,7 @@ def check_dir_path(value: str) -> str:
 
 
 JobId = Annotated[
-    str,
-    Field(description="Job UUID.", max_length=36),
-    AfterValidator(check_job_id),
+    str, Field(description="Job UUID.", max_length=36), uuid_check("job", "list_jobs or get_job")
 ]
 Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(check_ref)]
 FilePath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(check_file_path)]
@@ -211,8 +197,13 @@ FilePath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(c
 # --- tool arguments --------------------------------------------------------------------------
 
 
-class ListCommitsArgs(BaseModel):
+class Args(BaseModel):
+    """Base of every input model: unknown arguments are refused."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+class ListCommitsArgs(Args):
     job_id: JobId
     ref: Ref = Field("main", description="Branch, tag or SHA to list from.")
     since_ref: Ref | None = Field(
@@ -223,8 +214,7 @@ class ListCommitsArgs(BaseModel):
     page: int = Field(1, ge=1, le=100_000, description="Page, from 1.")
 
 
-class DiffArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class DiffArgs(Args):
     job_id: JobId
     base: Ref = Field(description="Base ref (SHA, tag, branch); job-frozen = the last freeze.")
     head: Ref = Field("HEAD", description="Head ref; HEAD = default branch.")
@@ -237,15 +227,13 @@ class DiffArgs(BaseModel):
     )
 
 
-class FileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FileArgs(Args):
     job_id: JobId
     file_path: FilePath = Field(description="Path in the repo, e.g. workspace.md.")
     ref: Ref = Field("HEAD", description="Branch, tag or SHA; HEAD = default branch.")
 
 
-class ListFilesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ListFilesArgs(Args):
     job_id: JobId
     path: Annotated[str, Field(max_length=1024), AfterValidator(check_dir_path)] = Field(
         "/", description="Folder; / = root."
@@ -253,8 +241,7 @@ class ListFilesArgs(BaseModel):
     ref: Ref = Field("HEAD", description="Branch, tag or SHA; HEAD = default branch.")
 
 
-class ListTagsArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ListTagsArgs(Args):
     job_id: JobId
 
 

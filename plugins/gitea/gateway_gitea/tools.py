@@ -1,4 +1,9 @@
-"""The five read tools. Each resolves its refs to full SHAs once, then uses only those."""
+"""The five read tools. Each resolves its refs to full SHAs once, then uses only those.
+
+Each tool is a :class:`~gateway.rest.RestTool` of the ``GITEA`` backend with a ``run`` function:
+Gitea's paging and quirks live in :class:`~gateway_gitea.client.GiteaClient`, one per plugin,
+over the kit's shared client.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ import codecs
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from gateway import ErrorCode, GatewayError, ToolContext
+from gateway import ErrorCode, GatewayError, Resource, Tier
+from gateway.rest import RestContext, RestTool, truncation_marker
 
 from .models import (
     GITEA,
@@ -32,15 +38,19 @@ if TYPE_CHECKING:
     from .client import Commit, GiteaClient, TreeEntry
 
 
-def client_of(ctx: ToolContext[Settings]) -> GiteaClient:
+#: The plugin's Gitea client: it keeps what it learns of the server's page sizes.
+GITEA_CLIENT: Resource[GiteaClient] = Resource("gitea")
+
+
+def client_of(ctx: RestContext[Settings]) -> GiteaClient:
     """The Gitea client over the kit's shared connection pool (opened on the first call)."""
     from .client import GiteaClient
 
-    rest = ctx.rest(GITEA)
-    client = ctx.resources.get("gitea")
+    rest = ctx.client
+    client = ctx.plugin.get(GITEA_CLIENT)
     if client is None or client.rest is not rest:
-        client = ctx.resources["gitea"] = GiteaClient(rest, ctx.settings)
-    return client  # type: ignore[no-any-return]
+        client = ctx.plugin.put(GITEA_CLIENT, GiteaClient(rest, ctx.settings))
+    return client
 
 
 def iso(value: str) -> str:
@@ -70,7 +80,7 @@ def _commit_out(c: Commit) -> CommitOut:
     )
 
 
-async def list_job_commits(args: ListCommitsArgs, ctx: ToolContext[Settings]) -> CommitsResult:
+async def list_job_commits(args: ListCommitsArgs, ctx: RestContext[Settings]) -> CommitsResult:
     from .client import EmptyRepository
 
     client = client_of(ctx)
@@ -105,7 +115,7 @@ async def list_job_commits(args: ListCommitsArgs, ctx: ToolContext[Settings]) ->
     return result
 
 
-async def get_job_diff(args: DiffArgs, ctx: ToolContext[Settings]) -> DiffResult:
+async def get_job_diff(args: DiffArgs, ctx: RestContext[Settings]) -> DiffResult:
     from . import diff
     from .client import EmptyRepository
 
@@ -185,7 +195,7 @@ def _decode_prefix(data: bytes, complete: bool) -> str:
     return decoder.decode(data, final=complete)
 
 
-async def get_job_file(args: FileArgs, ctx: ToolContext[Settings]) -> FileResult:
+async def get_job_file(args: FileArgs, ctx: RestContext[Settings]) -> FileResult:
     from .client import EmptyRepository
 
     client = client_of(ctx)
@@ -201,10 +211,9 @@ async def get_job_file(args: FileArgs, ctx: ToolContext[Settings]) -> FileResult
     if not binary:
         content = _decode_prefix(raw.data, raw.complete)
         if not raw.complete:
-            content += (
-                f"\n[truncated] the file has {raw.size} bytes; the first {len(raw.data)} are "
-                "shown (max_file_bytes)\n"
-            )
+            omitted = raw.size - len(raw.data)
+            marker = truncation_marker(omitted, raw.size, unit="bytes", hint="raise max_file_bytes")
+            content += f"\n{marker}\n"
     return FileResult(
         job_id=args.job_id,
         repository=name,
@@ -213,7 +222,7 @@ async def get_job_file(args: FileArgs, ctx: ToolContext[Settings]) -> FileResult
         commit=commit.sha,
         size=raw.size,
         binary=binary,
-        object_type="symlink" if raw.object_type == "symlink" else "file",
+        object_type=raw.object_type,
         content=content,
         truncated=not raw.complete,
         returned_bytes=0 if binary else len(raw.data),
@@ -230,7 +239,7 @@ def _entry_type(e: TreeEntry) -> EntryType:
     return _TYPES[e.type]
 
 
-async def list_job_files(args: ListFilesArgs, ctx: ToolContext[Settings]) -> FilesResult:
+async def list_job_files(args: ListFilesArgs, ctx: RestContext[Settings]) -> FilesResult:
     from .client import EmptyRepository
 
     client = client_of(ctx)
@@ -278,7 +287,7 @@ async def list_job_files(args: ListFilesArgs, ctx: ToolContext[Settings]) -> Fil
     return result
 
 
-async def list_job_tags(args: ListTagsArgs, ctx: ToolContext[Settings]) -> TagsResult:
+async def list_job_tags(args: ListTagsArgs, ctx: RestContext[Settings]) -> TagsResult:
     client = client_of(ctx)
     tags = await client.tags(args.job_id)
 
@@ -308,3 +317,65 @@ async def list_job_tags(args: ListTagsArgs, ctx: ToolContext[Settings]) -> TagsR
             for t in ordered
         ],
     )
+
+
+TOOLS = (
+    RestTool(
+        name="list_job_commits",
+        title="List a job's commits",
+        description="A job's git commits, newest first (sha, message, author, times). "
+        "since_ref=phase_2_end: only what came after that tag. has_more: ask for the next page.",
+        input_model=ListCommitsArgs,
+        output_model=CommitsResult,
+        tier=Tier.READ,
+        backend=GITEA,
+        run=list_job_commits,
+    ),
+    RestTool(
+        name="get_job_diff",
+        title="Diff a job between two refs",
+        description="Unified diff of a job's repo, exactly `git diff base head`, with per-file "
+        "stats. base=job-frozen: changes since the last freeze. Text cut at max_chars on a line "
+        "boundary, marked [truncated] with how much was left out.",
+        input_model=DiffArgs,
+        output_model=DiffResult,
+        tier=Tier.READ,
+        backend=GITEA,
+        run=get_job_diff,
+        max_result_chars=500_000,
+    ),
+    RestTool(
+        name="get_job_file",
+        title="Read a file of a job",
+        description="One file of a job's repo at a ref: text, size and the commit read. Binary "
+        "files are not dumped; large ones are cut, marked [truncated].",
+        input_model=FileArgs,
+        output_model=FileResult,
+        tier=Tier.READ,
+        backend=GITEA,
+        run=get_job_file,
+        max_result_chars=200_000,
+    ),
+    RestTool(
+        name="list_job_files",
+        title="List a job's files",
+        description="One folder of a job's repo at a ref: name, path, type (file, dir, symlink, "
+        "submodule) and size per entry.",
+        input_model=ListFilesArgs,
+        output_model=FilesResult,
+        tier=Tier.READ,
+        backend=GITEA,
+        run=list_job_files,
+    ),
+    RestTool(
+        name="list_job_tags",
+        title="List a job's tags",
+        description="A job's repo tags, oldest first (name, sha, time): phase_N_start, "
+        "phase_N_end, and job-frozen when frozen for review.",
+        input_model=ListTagsArgs,
+        output_model=TagsResult,
+        tier=Tier.READ,
+        backend=GITEA,
+        run=list_job_tags,
+    ),
+)

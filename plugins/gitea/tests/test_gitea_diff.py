@@ -205,7 +205,10 @@ async def test_truncation_cuts_at_a_line_and_says_how_much_is_left(gitea_gateway
     assert body["omitted_chars"] == len(full) - len(kept)
     assert body["omitted_lines"] == full[len(kept) :].count("\n")
     assert body["total_chars"] == len(full)
-    assert f"{body['omitted_chars']} more characters ({body['omitted_lines']} lines)" in marker
+    assert (
+        f"{body['omitted_chars']:,} of {body['total_chars']:,} characters "
+        f"({body['omitted_lines']:,} lines) not shown"
+    ) in marker
     # the summary still covers every file
     assert body["summary"]["files"] == git_summary(site.repo.path, "phase_1_start", "main")
 

@@ -148,22 +148,12 @@ def test_the_five_tools_cost_the_model_fewer_bytes_than_the_orchestrators_own(tm
     """name + description + inputSchema as compact JSON: 3,361 bytes on the orchestrator's
     own MCP server for the same five tools. Every parameter keeps a description, and its
     default and bounds (an argument that defaults to none is simply left out)."""
-    import json
-
+    from gateway.registry import context_bytes
     from gateway.testing import make_gateway
 
     gw = make_gateway(plugins=["gitea"], env={}, cwd=tmp_path)
     tools = [t for t in gw.registry.all() if t.plugin.name == "gitea"]
-    sizes = {
-        t.name: len(
-            json.dumps(
-                {"name": t.name, "description": t.description, "inputSchema": t.input_schema},
-                separators=(",", ":"),
-                ensure_ascii=False,
-            ).encode()
-        )
-        for t in tools
-    }
+    sizes = {t.name: context_bytes(t) for t in tools}
     assert sum(sizes.values()) <= 3361, sizes
     for t in tools:
         for name, prop in t.input_schema["properties"].items():

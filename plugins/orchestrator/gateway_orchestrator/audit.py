@@ -10,16 +10,18 @@ UTC, and the texts of a result are cut to fit Claude Code (:mod:`.bounded`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import ToolContext, ToolSpec
+from gateway import Tier
+from gateway.rest import RestTool, Route
 
 from .backend import COCKPIT, JobId
 from .bounded import bound, bound_items, size_of
-from .mongo import MONGO_STATUS, Envelope, MongoTime, check_envelope, document
-from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize, answer_as, read_tool
+from .mongo import MONGO_STATUS, MongoTime, check_envelope, document
+from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize
 
 PAGE_HINT = "ask for fewer per page (page_size)"
 DOC_HINT = "raise max_chars"
@@ -27,19 +29,16 @@ DOC_HINT = "raise max_chars"
 # --- the audit trail and the chat history ---------------------------------------------------
 
 
-class AuditArgs(Args):
-    job_id: JobId
-    page: Page = 1
-    page_size: PageSize = 20
-    filter: Literal["all", "messages", "tools", "errors"] = Field(
-        "all", description="messages: LLM steps; tools: tool calls."
-    )
-
-
 class ChatArgs(Args):
     job_id: JobId
     page: Page = 1
     page_size: PageSize = 20
+
+
+class AuditArgs(ChatArgs):
+    filter: Literal["all", "messages", "tools", "errors"] = Field(
+        "all", description="messages: LLM steps; tools: tool calls."
+    )
 
 
 class AuditEntry(BaseModel):
@@ -95,44 +94,41 @@ class ChatPage(_Page):
     entries: list[ChatEntry]
 
 
-def page_of(page: Envelope, args: Any) -> dict[str, Any]:
-    """The paging fields and the bounded entries of an audit or chat answer."""
-    shaped = bound_items([document(e) for e in page.entries], hint=PAGE_HINT)
-    return {
-        "job_id": args.job_id,
-        "page": page.page,
-        "page_size": page.page_size or args.page_size,
-        "total": page.total,
-        "has_more": page.has_more,
-        "next_page": page.page + 1 if page.has_more else None,
-        "truncated_texts": shaped.truncated,
-        "omitted_entries": shaped.omitted,
-        "entries": shaped.items,
-    }
+AUDIT = Route(
+    "GET",
+    "/api/jobs/{job_id}/audit",
+    query=("page", "page_size", "filter"),
+    rename={"page_size": "pageSize"},
+    what="the audit trail of job {job_id}",
+)
+CHAT = Route(
+    "GET",
+    "/api/jobs/{job_id}/chat",
+    query=("page", "page_size"),
+    rename={"page_size": "pageSize"},
+    what="the chat history of job {job_id}",
+)
 
 
-async def get_audit_trail(args: AuditArgs, ctx: ToolContext[Any]) -> AuditPage:
-    what = f"the audit trail of job {args.job_id}"
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/jobs/{job_id}/audit",
-        path_params={"job_id": args.job_id},
-        params={"page": args.page, "pageSize": args.page_size, "filter": args.filter},
-        what=what,
-    )
-    return answer_as(AuditPage, page_of(check_envelope(data, what), args), what)
+def paged_entries(route: Route) -> Callable[[Any, ChatArgs], dict[str, Any]]:
+    """The paging fields and the bounded entries of an audit or chat answer of ``route``."""
 
+    def shape(data: Any, args: ChatArgs) -> dict[str, Any]:
+        page = check_envelope(data, route.describe(dict(args)))
+        shaped = bound_items([document(e) for e in page.entries], hint=PAGE_HINT)
+        return {
+            "job_id": args.job_id,
+            "page": page.page,
+            "page_size": page.page_size or args.page_size,
+            "total": page.total,
+            "has_more": page.has_more,
+            "next_page": page.page + 1 if page.has_more else None,
+            "truncated_texts": shaped.truncated,
+            "omitted_entries": shaped.omitted,
+            "entries": shaped.items,
+        }
 
-async def get_chat_history(args: ChatArgs, ctx: ToolContext[Any]) -> ChatPage:
-    what = f"the chat history of job {args.job_id}"
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/jobs/{job_id}/chat",
-        path_params={"job_id": args.job_id},
-        params={"page": args.page, "pageSize": args.page_size},
-        what=what,
-    )
-    return answer_as(ChatPage, page_of(check_envelope(data, what), args), what)
+    return shape
 
 
 # --- graph changes ----------------------------------------------------------------------------
@@ -211,17 +207,17 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-async def get_graph_changes(args: DocArgs, ctx: ToolContext[Any]) -> GraphChanges:
-    what = f"the graph changes of job {args.job_id}"
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/graph/changes/{job_id}",
-        path_params={"job_id": args.job_id},
-        status=MONGO_STATUS,
-        what=what,
-    )
+GRAPH_CHANGES = Route(
+    "GET",
+    "/api/graph/changes/{job_id}",
+    what="the graph changes of job {job_id}",
+    status=MONGO_STATUS,
+)
+
+
+def graph_changes(data: Any, args: DocArgs) -> Any:
     if not isinstance(data, dict):
-        return answer_as(GraphChanges, data, what)  # the BACKEND_ERROR that names the shape
+        return data  # validation names the shape: a BACKEND_ERROR
     doc = snake_keys(data)
     shaped = bound(doc, budget=args.max_chars, hint=DOC_HINT)
     out = {
@@ -248,7 +244,7 @@ async def get_graph_changes(args: DocArgs, ctx: ToolContext[Any]) -> GraphChange
             omitted_deltas=first.omitted,
             omitted_snapshots=latest.omitted,
         )
-    return answer_as(GraphChanges, out, what)
+    return out
 
 
 # --- one LLM request ----------------------------------------------------------------------
@@ -291,20 +287,20 @@ class LlmRequest(BaseModel):
     omitted_messages: int = Field(0, description=f"earliest messages left out; {DOC_HINT}")
 
 
-async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmRequest:
-    what = f"LLM request {args.doc_id}"
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/requests/{doc_id}",
-        path_params={"doc_id": args.doc_id},
-        status={
-            **MONGO_STATUS,
-            404: "no LLM request {doc_id}; the ids come from get_audit_trail entries",
-        },
-        what=what,
-    )
+LLM_REQUEST = Route(
+    "GET",
+    "/api/requests/{doc_id}",
+    what="LLM request {doc_id}",
+    status={
+        **MONGO_STATUS,
+        404: "no LLM request {doc_id}; the ids come from get_audit_trail entries",
+    },
+)
+
+
+def llm_request(data: Any, args: LlmRequestArgs) -> Any:
     if not isinstance(data, dict):
-        return answer_as(LlmRequest, data, what)  # the BACKEND_ERROR that names the shape
+        return data  # validation names the shape: a BACKEND_ERROR
     doc = document(data, drop=())
     metrics = doc.get("metrics")
     if isinstance(metrics, dict) and "token_usage" in metrics:
@@ -325,47 +321,56 @@ async def get_llm_request(args: LlmRequestArgs, ctx: ToolContext[Any]) -> LlmReq
         latest = bound_items(messages[::-1], hint=DOC_HINT, budget=room, cap=room)
         rest["request"]["messages"] = latest.items[::-1]
         out = {**rest, "truncated_texts": latest.truncated, "omitted_messages": latest.omitted}
-    return answer_as(LlmRequest, out, what)
+    return out
 
 
 # --- the specs ------------------------------------------------------------------------------
 
-
-def tools() -> list[ToolSpec]:
-    from .search import search_spec
-
-    return [
-        read_tool(
-            "get_audit_trail",
-            "A job's agent steps (LLM calls, tool calls, errors) in order, a page at a time.",
-            get_audit_trail,
-            AuditArgs,
-            AuditPage,
-            max_result_chars=RESULT_CHARS,
-        ),
-        read_tool(
-            "get_chat_history",
-            "A job's conversation turns (input messages, response), a page at a time.",
-            get_chat_history,
-            ChatArgs,
-            ChatPage,
-            max_result_chars=RESULT_CHARS,
-        ),
-        read_tool(
-            "get_graph_changes",
-            "The Neo4j changes a job's agent made: Cypher per tool call, counts, snapshots.",
-            get_graph_changes,
-            DocArgs,
-            GraphChanges,
-            max_result_chars=RESULT_CHARS,
-        ),
-        read_tool(
-            "get_llm_request",
-            "One LLM call of an agent in full: messages, tools, response, token usage.",
-            get_llm_request,
-            LlmRequestArgs,
-            LlmRequest,
-            max_result_chars=RESULT_CHARS,
-        ),
-        search_spec(),
-    ]
+TOOLS = (
+    RestTool(
+        name="get_audit_trail",
+        description="A job's agent steps (LLM calls, tool calls, errors) in order, a page at a "
+        "time.",
+        input_model=AuditArgs,
+        output_model=AuditPage,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=AUDIT,
+        shape=paged_entries(AUDIT),
+        max_result_chars=RESULT_CHARS,
+    ),
+    RestTool(
+        name="get_chat_history",
+        description="A job's conversation turns (input messages, response), a page at a time.",
+        input_model=ChatArgs,
+        output_model=ChatPage,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=CHAT,
+        shape=paged_entries(CHAT),
+        max_result_chars=RESULT_CHARS,
+    ),
+    RestTool(
+        name="get_graph_changes",
+        description="The Neo4j changes a job's agent made: Cypher per tool call, counts, "
+        "snapshots.",
+        input_model=DocArgs,
+        output_model=GraphChanges,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=GRAPH_CHANGES,
+        shape=graph_changes,
+        max_result_chars=RESULT_CHARS,
+    ),
+    RestTool(
+        name="get_llm_request",
+        description="One LLM call of an agent in full: messages, tools, response, token usage.",
+        input_model=LlmRequestArgs,
+        output_model=LlmRequest,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=LLM_REQUEST,
+        shape=llm_request,
+        max_result_chars=RESULT_CHARS,
+    ),
+)

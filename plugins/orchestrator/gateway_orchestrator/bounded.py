@@ -21,14 +21,16 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from gateway.rest import truncation_marker
+
 #: Total characters of a list result (a page of entries or rows): within the 50,000 inline.
 LIST_BUDGET = 40_000
 #: Hard cap on a list result: inline with ``max_result_chars``, well under 25k tokens.
 LIST_CAP = 60_000
 #: What a string keeps at least, whatever the budget: below it a text says nothing.
 FLOOR = 200
-_MARKER = " … [truncated: {omitted:,} of {total:,} chars left out; {hint}]"
-_MARKER_COST = len(_MARKER.format(omitted=100_000, total=100_000, hint="")) + 40
+#: What a marker costs at most, besides its hint (the 40 stand for a hint of that length).
+_MARKER_COST = len("\n" + truncation_marker(100_000, 100_000, hint=" ")) + 40
 
 
 @dataclass
@@ -40,10 +42,11 @@ class Bounded:
 
 
 def clip(text: str, limit: int, hint: str) -> str:
-    """``text`` cut at ``limit`` characters with the marker, or unchanged when it fits."""
+    """``text`` cut at ``limit`` characters with the marker on a line of its own, or unchanged
+    when it fits."""
     if len(text) <= limit:
         return text
-    return text[:limit] + _MARKER.format(omitted=len(text) - limit, total=len(text), hint=hint)
+    return text[:limit] + "\n" + truncation_marker(len(text) - limit, len(text), hint=hint)
 
 
 def _lengths(value: Any, out: list[int]) -> None:

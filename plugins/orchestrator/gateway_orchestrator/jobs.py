@@ -1,4 +1,4 @@
-"""Part 1 tools: the job lifecycle (list, read, create, assign, resume, cancel, approve, delete)
+"""Tools of the orchestrator plugin: the job lifecycle (list, read, create, assign, resume, cancel, approve, delete)
 and the datasource probe.
 
 What the gateway adds over the API: ids checked before any request; ``list_jobs`` filters by
@@ -12,33 +12,23 @@ reason, a missing job or agent ``NOT_FOUND``, an unreachable agent pod ``BACKEND
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, Field, RootModel
 
-from gateway import ErrorCode, GatewayError, Mutation, Tier, ToolContext, ToolSpec
-from gateway.rest import (
-    Failure,
-    Route,
-    UtcTimestamp,
-    backend_tool,
-    gather,
-    rest_tool,
-    validate_answer,
-)
+from gateway import ErrorCode, GatewayError, Mutation, Tier
+from gateway.rest import Failure, RestContext, RestTool, Route, UtcTimestamp, gather
 
 from .backend import COCKPIT, AgentId, DatasourceId, JobId
-from .lookup import NO_JOB, no_job, read_job
+from .lookup import JOB, NO_JOB, no_job, read_job
 from .models import JOB_STATUSES, Job, JobArgs, JobStatus, JobSummary, TodoList
-
-FORBID = ConfigDict(extra="forbid")
-
+from .params import Args
 
 # --- list_jobs ---------------------------------------------------------------------------------
 
 
-class ListJobsArgs(BaseModel):
-    model_config = FORBID
+class ListJobsArgs(Args):
     status: JobStatus | None = Field(None, description="Only jobs in this status.")
     limit: int = Field(20, ge=1, le=100, description="Most jobs to return.")
 
@@ -53,14 +43,12 @@ class _JobRows(RootModel[list[JobSummary]]):
     pass
 
 
-async def list_jobs(args: ListJobsArgs, ctx: ToolContext[Any]) -> JobList:
-    api = ctx.rest(COCKPIT)
-    data = await api.request(
-        "GET", "/api/jobs", params={"limit": args.limit, "status": args.status}, what="the jobs"
-    )
-    rows = validate_answer(_JobRows, data, COCKPIT.title, "the jobs")
-    assert isinstance(rows, _JobRows)
-    jobs = rows.root
+JOBS = Route("GET", "/api/jobs", query=("limit", "status"), what="the jobs")
+JOB_COUNTS = Route("GET", "/api/stats/jobs", what="the job counts")
+
+
+async def list_jobs(args: ListJobsArgs, ctx: RestContext[Any]) -> JobList:
+    jobs = (await ctx.fetch(JOBS, _JobRows, args)).root
     if len(jobs) < args.limit:
         return JobList(jobs=jobs, total=len(jobs), has_more=False)
     # A full page: the API has no total (and no offset), its job statistics do.
@@ -68,9 +56,9 @@ async def list_jobs(args: ListJobsArgs, ctx: ToolContext[Any]) -> JobList:
     return JobList(jobs=jobs, total=total, has_more=total is None or total > len(jobs))
 
 
-async def _count_jobs(ctx: ToolContext[Any], status: str | None) -> int | None:
+async def _count_jobs(ctx: RestContext[Any], status: str | None) -> int | None:
     try:
-        stats = await ctx.rest(COCKPIT).request("GET", "/api/stats/jobs", what="the job counts")
+        stats = await ctx.send(JOB_COUNTS, {})
     except GatewayError:
         return None  # the list itself is fine; only the count is unknown
     if not isinstance(stats, dict):
@@ -103,12 +91,11 @@ class Todos(BaseModel):
     archives: list[Archive] = Field(default_factory=list)
 
 
-async def get_todos(args: JobArgs, ctx: ToolContext[Any]) -> Todos:
-    data = await ctx.rest(COCKPIT).request(
-        "GET", "/api/jobs/{job_id}/todos", path_params={"job_id": args.job_id}, what="the todos"
-    )
-    todos = validate_answer(Todos, data, COCKPIT.title, f"the todos of job {args.job_id}")
-    assert isinstance(todos, Todos)
+TODOS = Route("GET", "/api/jobs/{job_id}/todos", what="the todos of job {job_id}")
+
+
+async def get_todos(args: JobArgs, ctx: RestContext[Any]) -> Todos:
+    todos = await ctx.fetch(TODOS, Todos, args)
     if not todos.has_workspace:
         await read_job(ctx, args.job_id)  # the API answers an unknown job the same way
     return todos
@@ -168,14 +155,12 @@ class Assigned(BaseModel):
     agent_id: str
 
 
-class AssignArgs(BaseModel):
-    model_config = FORBID
+class AssignArgs(Args):
     job_id: JobId
     agent_id: AgentId
 
 
-class ResumeArgs(BaseModel):
-    model_config = FORBID
+class ResumeArgs(Args):
     job_id: JobId
     feedback: str | None = Field(
         None, min_length=1, max_length=20_000, description="Guidance added to the agent's context."
@@ -188,29 +173,26 @@ class Resumed(BaseModel):
     agent_id: str = Field(description="the agent now working on the job")
 
 
-async def resume_job_with_feedback(args: ResumeArgs, ctx: ToolContext[Any]) -> Resumed:
-    # No feedback: no body at all, as the API's own client sends it.
-    body: dict[str, Any] = (
-        {} if args.feedback is None else {"json_body": {"feedback": args.feedback}}
-    )
-    data = await ctx.rest(COCKPIT).request(
-        "POST",
-        "/api/jobs/{job_id}/resume",
-        path_params={"job_id": args.job_id},
-        status={
-            400: _refused(
-                "job {job_id} was not resumed; get_job shows its status, list_agents the "
-                "agents' (the job's own agent is used, else a ready one)"
-            ),
-            404: NO_JOB,
-            502: _unreachable("resumed"),
-        },
-        what=f"resuming job {args.job_id}",
-        **body,
-    )
-    out = validate_answer(Resumed, data, COCKPIT.title, f"resuming job {args.job_id}")
-    assert isinstance(out, Resumed)
-    return out
+RESUME = Route(
+    "POST",
+    "/api/jobs/{job_id}/resume",
+    body=("feedback",),
+    what="resuming job {job_id}",
+    status={
+        400: _refused(
+            "job {job_id} was not resumed; get_job shows its status, list_agents the "
+            "agents' (the job's own agent is used, else a ready one)"
+        ),
+        404: NO_JOB,
+        502: _unreachable("resumed"),
+    },
+)
+# No feedback: no body at all, as the API's own client sends it.
+RESUME_BARE = replace(RESUME, body=None)
+
+
+async def resume_job_with_feedback(args: ResumeArgs, ctx: RestContext[Any]) -> Resumed:
+    return await ctx.fetch(RESUME_BARE if args.feedback is None else RESUME, Resumed, args)
 
 
 class Changed(BaseModel):
@@ -227,7 +209,15 @@ class _Answer(BaseModel):
     status: str
 
 
-async def cancel_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
+CANCEL = Route(
+    "PUT",
+    "/api/jobs/{job_id}/cancel",
+    what="cancelling job {job_id}",
+    status={400: _refused("job {job_id} changed state meanwhile; get_job shows it"), 404: NO_JOB},
+)
+
+
+async def cancel_job(args: JobArgs, ctx: RestContext[Any]) -> Changed:
     job = await read_job(ctx, args.job_id)
     if job.status in ("completed", "cancelled"):
         # Checked here: the API would signal the agent before refusing.
@@ -235,18 +225,7 @@ async def cancel_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
             ErrorCode.CONFLICT,
             f"job {args.job_id} is already {job.status}; nothing to cancel (nothing was sent)",
         )
-    data = await ctx.rest(COCKPIT).request(
-        "PUT",
-        "/api/jobs/{job_id}/cancel",
-        path_params={"job_id": args.job_id},
-        status={
-            400: _refused("job {job_id} changed state meanwhile; get_job shows it"),
-            404: NO_JOB,
-        },
-        what=f"cancelling job {args.job_id}",
-    )
-    done = validate_answer(_Answer, data, COCKPIT.title, f"cancelling job {args.job_id}")
-    assert isinstance(done, _Answer)
+    done = await ctx.fetch(CANCEL, _Answer, args)
     return Changed(
         status=done.status,
         job_id=args.job_id,
@@ -255,17 +234,12 @@ async def cancel_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
     )
 
 
-async def delete_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
+DELETE = Route("DELETE", "/api/jobs/{job_id}", what="deleting job {job_id}", status={404: NO_JOB})
+
+
+async def delete_job(args: JobArgs, ctx: RestContext[Any]) -> Changed:
     job = await read_job(ctx, args.job_id)
-    data = await ctx.rest(COCKPIT).request(
-        "DELETE",
-        "/api/jobs/{job_id}",
-        path_params={"job_id": args.job_id},
-        status={404: NO_JOB},
-        what=f"deleting job {args.job_id}",
-    )
-    done = validate_answer(_Answer, data, COCKPIT.title, f"deleting job {args.job_id}")
-    assert isinstance(done, _Answer)
+    done = await ctx.fetch(DELETE, _Answer, args)
     warning = None
     if job.status == "processing":
         warning = (
@@ -284,8 +258,7 @@ async def delete_job(args: JobArgs, ctx: ToolContext[Any]) -> Changed:
 # --- create_job --------------------------------------------------------------------------------
 
 
-class CreateJobArgs(BaseModel):
-    model_config = FORBID
+class CreateJobArgs(Args):
     description: str = Field(min_length=1, max_length=20_000, description="The task.")
     config_name: str = Field(
         "defaults", min_length=1, max_length=100, description="Expert config (list_experts)."
@@ -313,16 +286,29 @@ class CreatedJob(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-async def create_job(args: CreateJobArgs, ctx: ToolContext[Any]) -> CreatedJob:
-    api = ctx.rest(COCKPIT)
-    body = args.model_dump(exclude_none=True)
+CREATE = Route(
+    "POST",
+    "/api/jobs",
+    body=(
+        "description",
+        "config_name",
+        "datasource_ids",
+        "instructions",
+        "config_override",
+        "context",
+    ),
+    what="the new job",
+)
+EXPERT_IDS = Route("GET", "/api/experts", what="the expert configs")
 
-    async def create() -> Any:
-        return await api.request("POST", "/api/jobs", json_body=body, what="the new job")
+
+async def create_job(args: CreateJobArgs, ctx: RestContext[Any]) -> CreatedJob:
+    async def create() -> CreatedJob:
+        return await ctx.fetch(CREATE, CreatedJob, args)
 
     async def experts() -> list[str] | None:
         try:
-            listed = await api.request("GET", "/api/experts", what="the expert configs")
+            listed = await ctx.send(EXPERT_IDS, {})
         except GatewayError:
             return None
         if not isinstance(listed, list):
@@ -330,9 +316,7 @@ async def create_job(args: CreateJobArgs, ctx: ToolContext[Any]) -> CreatedJob:
         return [e["id"] for e in listed if isinstance(e, dict) and isinstance(e.get("id"), str)]
 
     # The API does not check config_name; the expert list is read alongside, not before.
-    data, known = await gather([create, experts])
-    job = validate_answer(CreatedJob, data, COCKPIT.title, "the new job")
-    assert isinstance(job, CreatedJob)
+    job, known = await gather((create, experts))
     if known is None:
         job.warnings.append("config_name could not be checked: the expert list did not load")
     elif args.config_name not in known:
@@ -347,8 +331,7 @@ async def create_job(args: CreateJobArgs, ctx: ToolContext[Any]) -> CreatedJob:
 # --- test_datasource ---------------------------------------------------------------------------
 
 
-class DatasourceArgs(BaseModel):
-    model_config = FORBID
+class DatasourceArgs(Args):
     datasource_id: DatasourceId
 
 
@@ -364,17 +347,16 @@ class _TestAnswer(BaseModel):
     message: str = ""
 
 
-async def test_datasource(args: DatasourceArgs, ctx: ToolContext[Any]) -> DatasourceTest:
-    what = f"the test of datasource {args.datasource_id}"
-    data = await ctx.rest(COCKPIT).request(
-        "POST",
-        "/api/datasources/{datasource_id}/test",
-        path_params={"datasource_id": args.datasource_id},
-        status={404: "no datasource {datasource_id}; list_datasources shows the ids"},
-        what=what,
-    )
-    answer = validate_answer(_TestAnswer, data, COCKPIT.title, what)
-    assert isinstance(answer, _TestAnswer)
+TEST_DATASOURCE = Route(
+    "POST",
+    "/api/datasources/{datasource_id}/test",
+    what="the test of datasource {datasource_id}",
+    status={404: "no datasource {datasource_id}; list_datasources shows the ids"},
+)
+
+
+async def test_datasource(args: DatasourceArgs, ctx: RestContext[Any]) -> DatasourceTest:
+    answer = await ctx.fetch(TEST_DATASOURCE, _TestAnswer, args)
     return DatasourceTest(
         datasource_id=args.datasource_id,
         ok=answer.status == "ok",
@@ -386,159 +368,162 @@ async def test_datasource(args: DatasourceArgs, ctx: ToolContext[Any]) -> Dataso
 
 # --- the specs ---------------------------------------------------------------------------------
 
+APPROVE = Route(
+    "POST",
+    "/api/jobs/{job_id}/approve",
+    what="approving job {job_id}",
+    status={
+        400: _refused("job {job_id} was not approved; get_job shows its status"),
+        404: _approve_404,
+    },
+)
+ASSIGN = Route(
+    "POST",
+    "/api/jobs/{job_id}/assign/{agent_id}",
+    what="assigning job {job_id}",
+    status={
+        400: _refused("job {job_id} was not assigned; get_job and list_agents show the states"),
+        404: _assign_404,
+        502: _unreachable("started"),
+    },
+)
 
-def tools() -> list[ToolSpec]:
-    return [
-        backend_tool(
-            COCKPIT,
-            name="list_jobs",
-            description="Orchestrator jobs, newest first.",
-            input_model=ListJobsArgs,
-            output_model=JobList,
-            handler=list_jobs,
+TOOLS = (
+    RestTool(
+        name="list_jobs",
+        description="Orchestrator jobs, newest first.",
+        input_model=ListJobsArgs,
+        output_model=JobList,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=list_jobs,
+    ),
+    RestTool(
+        name="get_job",
+        description="One job: statuses, config, assigned agent, context.",
+        input_model=JobArgs,
+        output_model=Job,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=JOB,
+    ),
+    RestTool(
+        name="get_todos",
+        description="A job's current todos (counted by status) and archived todo lists.",
+        input_model=JobArgs,
+        output_model=Todos,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_todos,
+    ),
+    RestTool(
+        name="approve_job",
+        description="Accept the result of a frozen job (review it first: get_frozen_job).",
+        input_model=JobArgs,
+        output_model=Approved,
+        tier=Tier.MUTATION,
+        mutation=Mutation(
+            consequence="marks the job completed, writes output/job_completion.json and "
+            "removes the frozen result",
+            requires="status pending_review with a frozen result",
+            reversible=False,
+            destructive=True,
+            idempotent=True,
         ),
-        rest_tool(
-            COCKPIT,
-            Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: NO_JOB}),
-            name="get_job",
-            description="One job: statuses, config, assigned agent, context.",
-            input_model=JobArgs,
-            output_model=Job,
+        backend=COCKPIT,
+        route=APPROVE,
+    ),
+    RestTool(
+        name="resume_job_with_feedback",
+        description="Send a job back to an agent, with feedback on what to change.",
+        input_model=ResumeArgs,
+        output_model=Resumed,
+        tier=Tier.MUTATION,
+        mutation=Mutation(
+            consequence="an agent works on the job again (status processing), the feedback "
+            "in its context",
+            requires="status not completed; the job's agent or another one ready",
+            reversible=False,
+            destructive=False,
+            idempotent=False,
         ),
-        backend_tool(
-            COCKPIT,
-            name="get_todos",
-            description="A job's current todos (counted by status) and archived todo lists.",
-            input_model=JobArgs,
-            output_model=Todos,
-            handler=get_todos,
+        backend=COCKPIT,
+        run=resume_job_with_feedback,
+    ),
+    RestTool(
+        name="cancel_job",
+        description="Stop a job and its agent.",
+        input_model=JobArgs,
+        output_model=Changed,
+        tier=Tier.MUTATION,
+        mutation=Mutation(
+            consequence="sets the job cancelled and tells its agent to stop; work in "
+            "progress is lost",
+            requires="status not completed or cancelled",
+            reversible=False,
+            destructive=True,
+            idempotent=True,
         ),
-        rest_tool(
-            COCKPIT,
-            Route(
-                "POST",
-                "/api/jobs/{job_id}/approve",
-                what="approving job {job_id}",
-                status={
-                    400: _refused("job {job_id} was not approved; get_job shows its status"),
-                    404: _approve_404,
-                },
-            ),
-            name="approve_job",
-            description="Accept the result of a frozen job (review it first: get_frozen_job).",
-            input_model=JobArgs,
-            output_model=Approved,
-            tier=Tier.MUTATION,
-            mutation=Mutation(
-                consequence="marks the job completed, writes output/job_completion.json and "
-                "removes the frozen result",
-                requires="status pending_review with a frozen result",
-                reversible=False,
-                destructive=True,
-                idempotent=True,
-            ),
+        backend=COCKPIT,
+        run=cancel_job,
+    ),
+    RestTool(
+        name="create_job",
+        description="Create a job for an agent (assign_job starts it).",
+        input_model=CreateJobArgs,
+        output_model=CreatedJob,
+        tier=Tier.MUTATION,
+        mutation=Mutation(
+            consequence="adds a job in status created",
+            requires="nothing",
+            reversible=True,
+            destructive=False,
+            idempotent=False,
         ),
-        backend_tool(
-            COCKPIT,
-            name="resume_job_with_feedback",
-            description="Send a job back to an agent, with feedback on what to change.",
-            input_model=ResumeArgs,
-            output_model=Resumed,
-            handler=resume_job_with_feedback,
-            tier=Tier.MUTATION,
-            mutation=Mutation(
-                consequence="an agent works on the job again (status processing), the feedback "
-                "in its context",
-                requires="status not completed; the job's agent or another one ready",
-                reversible=False,
-                destructive=False,
-                idempotent=False,
-            ),
+        backend=COCKPIT,
+        run=create_job,
+    ),
+    RestTool(
+        name="delete_job",
+        description="Delete a job. A processing job's agent is not stopped and may be "
+        "orphaned: cancel_job first.",
+        input_model=JobArgs,
+        output_model=Changed,
+        tier=Tier.MUTATION,
+        mutation=Mutation(
+            consequence="deletes the job with its requirements, citations and job-scoped "
+            "datasources",
+            requires="the job exists, in any status",
+            reversible=False,
+            destructive=True,
+            idempotent=True,
         ),
-        backend_tool(
-            COCKPIT,
-            name="cancel_job",
-            description="Stop a job and its agent.",
-            input_model=JobArgs,
-            output_model=Changed,
-            handler=cancel_job,
-            tier=Tier.MUTATION,
-            mutation=Mutation(
-                consequence="sets the job cancelled and tells its agent to stop; work in "
-                "progress is lost",
-                requires="status not completed or cancelled",
-                reversible=False,
-                destructive=True,
-                idempotent=True,
-            ),
+        backend=COCKPIT,
+        run=delete_job,
+    ),
+    RestTool(
+        name="assign_job",
+        description="Start a job on an agent.",
+        input_model=AssignArgs,
+        output_model=Assigned,
+        tier=Tier.MUTATION,
+        mutation=Mutation(
+            consequence="the agent starts the job (job processing, agent working)",
+            requires="job created or failed; agent ready",
+            reversible=False,
+            destructive=False,
+            idempotent=True,
         ),
-        backend_tool(
-            COCKPIT,
-            name="create_job",
-            description="Create a job for an agent (assign_job starts it).",
-            input_model=CreateJobArgs,
-            output_model=CreatedJob,
-            handler=create_job,
-            tier=Tier.MUTATION,
-            mutation=Mutation(
-                consequence="adds a job in status created",
-                requires="nothing",
-                reversible=True,
-                destructive=False,
-                idempotent=False,
-            ),
-        ),
-        backend_tool(
-            COCKPIT,
-            name="delete_job",
-            description="Delete a job. A processing job's agent is not stopped and may be "
-            "orphaned: cancel_job first.",
-            input_model=JobArgs,
-            output_model=Changed,
-            handler=delete_job,
-            tier=Tier.MUTATION,
-            mutation=Mutation(
-                consequence="deletes the job with its requirements, citations and job-scoped "
-                "datasources",
-                requires="the job exists, in any status",
-                reversible=False,
-                destructive=True,
-                idempotent=True,
-            ),
-        ),
-        rest_tool(
-            COCKPIT,
-            Route(
-                "POST",
-                "/api/jobs/{job_id}/assign/{agent_id}",
-                what="assigning job {job_id}",
-                status={
-                    400: _refused(
-                        "job {job_id} was not assigned; get_job and list_agents show the states"
-                    ),
-                    404: _assign_404,
-                    502: _unreachable("started"),
-                },
-            ),
-            name="assign_job",
-            description="Start a job on an agent.",
-            input_model=AssignArgs,
-            output_model=Assigned,
-            tier=Tier.MUTATION,
-            mutation=Mutation(
-                consequence="the agent starts the job (job processing, agent working)",
-                requires="job created or failed; agent ready",
-                reversible=False,
-                destructive=False,
-                idempotent=True,
-            ),
-        ),
-        backend_tool(
-            COCKPIT,
-            name="test_datasource",
-            description="Check that a datasource can be reached.",
-            input_model=DatasourceArgs,
-            output_model=DatasourceTest,
-            handler=test_datasource,
-        ),
-    ]
+        backend=COCKPIT,
+        route=ASSIGN,
+    ),
+    RestTool(
+        name="test_datasource",
+        description="Check that a datasource can be reached.",
+        input_model=DatasourceArgs,
+        output_model=DatasourceTest,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=test_datasource,
+    ),
+)

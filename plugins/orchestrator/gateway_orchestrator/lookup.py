@@ -8,29 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway import ErrorCode, GatewayError, ToolContext
-from gateway.rest import validate_answer
+from gateway import ErrorCode, GatewayError
+from gateway.rest import RestContext, Route
 
-from .backend import COCKPIT
 from .models import Job
 
 #: Status rule for a 404 on a job route (``{job_id}`` is the call's path parameter).
 NO_JOB = "no job {job_id}; list_jobs shows the ids"
+
+#: ``GET /api/jobs/{job_id}``: the ``get_job`` tool, and the check before acting on a job.
+JOB = Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: NO_JOB})
 
 
 def no_job(job_id: str) -> GatewayError:
     return GatewayError(ErrorCode.NOT_FOUND, NO_JOB.format(job_id=job_id))
 
 
-async def read_job(ctx: ToolContext[Any], job_id: str) -> Job:
+async def read_job(ctx: RestContext[Any], job_id: str) -> Job:
     """The job as ``get_job`` shows it; ``NOT_FOUND`` when there is none."""
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/jobs/{job_id}",
-        path_params={"job_id": job_id},
-        status={404: NO_JOB},
-        what=f"job {job_id}",
-    )
-    job = validate_answer(Job, data, COCKPIT.title, f"job {job_id}")
-    assert isinstance(job, Job)
-    return job
+    return await ctx.fetch(JOB, Job, {"job_id": job_id})

@@ -1,5 +1,5 @@
-"""Models shared by the orchestrator's tools (part 1 owns these; part 2 may import them): the
-output models of a job and its todos, and ``JobArgs``, the input of every job-only tool.
+"""Models shared by the orchestrator's tools: the output models of a job and its todos, and
+``JobArgs``, the input of every job-only tool.
 
 The API sends JSONB columns as JSON-encoded strings and timestamps in two spellings; the models
 decode the first (``JsonString``) and normalize the second to UTC with ``Z`` (``UtcTimestamp``),
@@ -16,14 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.rest import JsonString, UtcTimestamp
 
 from .backend import JobId
+from .params import Args
 
 #: The statuses the orchestrator's database uses (its own MCP server offered others).
 JobStatus = Literal["created", "processing", "completed", "failed", "cancelled", "pending_review"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 
 
-class JobArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class JobArgs(Args):
     job_id: JobId
 
 

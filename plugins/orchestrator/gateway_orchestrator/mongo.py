@@ -10,14 +10,13 @@ API answered), so it never counts for the breaker: the other orchestrator tools 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
 from gateway import ErrorCode, GatewayError
-from gateway.rest import Failure, StatusRule, to_utc_iso, validate_answer
-from gateway.rest.status import status_error
+from gateway.rest import Failure, StatusRule, status_error, to_utc_iso, validate_answer
 
 NO_MONGO = "audit data unavailable: the orchestrator has no MongoDB configured"
 
@@ -61,22 +60,14 @@ def check_envelope(data: Any, what: str) -> Envelope:
             ErrorCode.BACKEND_ERROR,
             f"the orchestrator API could not read {what}: {str(error)[:200]}; retry later",
         )
-    return validate_answer(Envelope, data, "the orchestrator API", what)  # type: ignore[return-value]
+    return validate_answer(Envelope, data, "the orchestrator API", what)
 
 
 def mongo_time(value: Any) -> Any:
     """A MongoDB date as the API sends it, in UTC with ``Z``. pymongo hands out naive datetimes
     that are UTC and FastAPI writes them without an offset, so a naive time here is UTC (the
     API's own time-range endpoint appends the ``Z`` to the same values)."""
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return value
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return to_utc_iso(value)
+    return to_utc_iso(value, naive=UTC)
 
 
 #: A MongoDB timestamp, ISO-8601 in UTC with ``Z``.

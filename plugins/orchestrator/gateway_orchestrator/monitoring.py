@@ -8,13 +8,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from gateway import ErrorCode, GatewayError, ToolContext, ToolSpec
-from gateway.rest import Failure, JsonString, Route, UtcTimestamp, decode_json_string, rest_tool
+from gateway import ErrorCode, GatewayError, Tier
+from gateway.rest import (
+    Failure,
+    JsonString,
+    RestContext,
+    RestTool,
+    Route,
+    UtcTimestamp,
+    decode_json_string,
+)
 
 from .backend import COCKPIT
 from .bounded import bound
 from .masking import credential_keys, mask_connection_url, mask_value
-from .params import RESULT_CHARS, Args, MaxChars, NoArgs, answer_as, read_tool
+from .params import RESULT_CHARS, Args, MaxChars, NoArgs
 
 AgentStatus = Literal["booting", "ready", "working", "completed", "failed", "offline"]
 DatasourceType = Literal["postgresql", "neo4j", "mongodb"]
@@ -119,15 +127,13 @@ class Agents(BaseModel):
     agents: list[Agent]
 
 
-async def list_agents(args: AgentsArgs, ctx: ToolContext[Any]) -> Agents:
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/agents",
-        params={"limit": AGENT_PAGE, "status": args.status},
-        what="the agent list",
-    )
+AGENTS = Route("GET", "/api/agents", query=("limit", "status"), what="the agent list")
+
+
+async def list_agents(args: AgentsArgs, ctx: RestContext[Any]) -> Agents:
+    data = await ctx.send(AGENTS, {"limit": AGENT_PAGE, "status": args.status})
     count = len(data) if isinstance(data, list) else 0
-    return answer_as(
+    return ctx.validate(
         Agents,
         {"count": count, "has_more": count >= AGENT_PAGE, "agents": data},
         "the agent list",
@@ -175,32 +181,32 @@ def _no_expert(failure: Failure) -> BaseException:
     return _NoExpert()
 
 
-async def list_experts(args: NoArgs, ctx: ToolContext[Any]) -> Experts:
-    data = await ctx.rest(COCKPIT).request("GET", "/api/experts", what="the expert list")
-    return answer_as(Experts, {"experts": data}, "the expert list")
+EXPERTS = Route("GET", "/api/experts", what="the expert list")
+EXPERT = Route(
+    "GET", "/api/experts/{expert_id}", what="expert {expert_id}", status={404: _no_expert}
+)
 
 
-async def get_expert(args: ExpertArgs, ctx: ToolContext[Any]) -> Expert:
-    api = ctx.rest(COCKPIT)
+def experts(data: Any, args: NoArgs) -> Any:
+    return {"experts": data}
+
+
+async def get_expert(args: ExpertArgs, ctx: RestContext[Any]) -> Expert:
     try:
-        data = await api.request(
-            "GET",
-            "/api/experts/{expert_id}",
-            path_params={"expert_id": args.expert_id},
-            status={404: _no_expert},
-            what=f"expert {args.expert_id}",
-        )
+        data = await ctx.send(EXPERT, args)
     except _NoExpert:
-        known = await list_experts(NoArgs(), ctx)
+        known = ctx.validate(
+            Experts, experts(await ctx.send(EXPERTS, {}), NoArgs()), "the expert list"
+        )
         ids = ", ".join(e.id for e in known.experts) or "none"
         raise GatewayError(
             ErrorCode.NOT_FOUND, f"no expert {args.expert_id!r}; the experts are: {ids}"
         ) from None
-    what = f"expert {args.expert_id}"
+    what = EXPERT.describe(dict(args))
     if not isinstance(data, dict):
-        return answer_as(Expert, data, what)  # the BACKEND_ERROR that names the shape
+        return ctx.validate(Expert, data, what)  # the BACKEND_ERROR that names the shape
     shaped = bound(data, budget=args.max_chars, hint="raise max_chars")
-    return answer_as(Expert, {**shaped.value, "truncated_texts": shaped.truncated}, what)
+    return ctx.validate(Expert, {**shaped.value, "truncated_texts": shaped.truncated}, what)
 
 
 # --- datasources ----------------------------------------------------------------------------
@@ -248,69 +254,73 @@ def datasources(data: Any, args: DatasourcesArgs) -> Any:
 # --- the specs ------------------------------------------------------------------------------
 
 
-def tools() -> list[ToolSpec]:
-    def get(
-        name: str,
-        path: str,
-        description: str,
-        args: type[BaseModel],
-        output: type[BaseModel],
-        shape: Any = None,
-        query: tuple[str, ...] = (),
-    ) -> ToolSpec:
-        return rest_tool(
-            COCKPIT,
-            Route("GET", path, query=query, what=name.removeprefix("get_").replace("_", " ")),
-            name=name,
-            description=description,
-            input_model=args,
-            output_model=output,
-            shape=shape,
-        )
-
-    return [
-        get(
-            "get_job_stats", "/api/stats/jobs", "Job counts by status.", NoArgs, JobStats, job_stats
-        ),
-        get("get_agent_stats", "/api/stats/agents", "Agent counts by status.", NoArgs, AgentStats),
-        get(
-            "get_stuck_jobs",
-            "/api/stats/stuck",
-            "Processing jobs not updated within the threshold, with the likely cause.",
-            StuckArgs,
-            StuckJobs,
-            stuck_jobs,
-            query=("threshold_minutes",),
-        ),
-        read_tool(
-            "list_agents",
-            "Registered agents, latest heartbeat first, with their current job.",
-            list_agents,
-            AgentsArgs,
-            Agents,
-        ),
-        read_tool(
-            "list_experts",
-            "Expert configurations a job can use (create_job's config_name).",
-            list_experts,
-            NoArgs,
-            Experts,
-        ),
-        read_tool(
-            "get_expert",
-            "An expert configuration: merged config and instructions.",
-            get_expert,
-            ExpertArgs,
-            Expert,
-            max_result_chars=RESULT_CHARS,
-        ),
-        get(
-            "list_datasources",
-            "/api/datasources",
-            "Datasources, global and job-scoped; passwords are never shown.",
-            DatasourcesArgs,
-            Datasources,
-            datasources,
-            query=("type",),
-        ),
-    ]
+TOOLS = (
+    RestTool(
+        name="get_job_stats",
+        description="Job counts by status.",
+        input_model=NoArgs,
+        output_model=JobStats,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route("GET", "/api/stats/jobs", what="job stats"),
+        shape=job_stats,
+    ),
+    RestTool(
+        name="get_agent_stats",
+        description="Agent counts by status.",
+        input_model=NoArgs,
+        output_model=AgentStats,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route("GET", "/api/stats/agents", what="agent stats"),
+    ),
+    RestTool(
+        name="get_stuck_jobs",
+        description="Processing jobs not updated within the threshold, with the likely cause.",
+        input_model=StuckArgs,
+        output_model=StuckJobs,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route("GET", "/api/stats/stuck", query=("threshold_minutes",), what="stuck jobs"),
+        shape=stuck_jobs,
+    ),
+    RestTool(
+        name="list_agents",
+        description="Registered agents, latest heartbeat first, with their current job.",
+        input_model=AgentsArgs,
+        output_model=Agents,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=list_agents,
+    ),
+    RestTool(
+        name="list_experts",
+        description="Expert configurations a job can use (create_job's config_name).",
+        input_model=NoArgs,
+        output_model=Experts,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=EXPERTS,
+        shape=experts,
+    ),
+    RestTool(
+        name="get_expert",
+        description="An expert configuration: merged config and instructions.",
+        input_model=ExpertArgs,
+        output_model=Expert,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_expert,
+        max_result_chars=RESULT_CHARS,
+    ),
+    RestTool(
+        name="list_datasources",
+        description="Datasources, global and job-scoped; passwords are never shown.",
+        input_model=DatasourcesArgs,
+        output_model=Datasources,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route("GET", "/api/datasources", query=("type",), what="list datasources"),
+        shape=datasources,
+    ),
+)

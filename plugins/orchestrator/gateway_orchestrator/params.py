@@ -1,18 +1,11 @@
-"""Parameter types shared by the part-2 tools, worded once (every byte of a schema is paid on
-every turn of the model's conversation)."""
+"""Parameter types shared by the history, monitoring and table tools, worded once (every byte
+of a schema is paid on every turn of the model's conversation)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-
-from gateway import ToolSpec
-from gateway.rest import backend_tool, validate_answer
-
-from .backend import COCKPIT
-
-M = TypeVar("M", bound=BaseModel)
 
 
 class Args(BaseModel):
@@ -44,29 +37,3 @@ MaxChars = Annotated[
 ]
 #: Lets Claude Code keep a result of ``MAX_CHARS_CEILING`` inline (its default limit is 50,000).
 RESULT_CHARS = 100_000
-
-
-def read_tool(
-    name: str,
-    description: str,
-    handler: Any,
-    input_model: type[BaseModel],
-    output_model: type[BaseModel],
-    **options: Any,
-) -> ToolSpec:
-    """A read tool of the orchestrator API (its breaker and health check gate it)."""
-    return backend_tool(
-        COCKPIT,
-        name=name,
-        description=description,
-        input_model=input_model,
-        output_model=output_model,
-        handler=handler,
-        **options,
-    )
-
-
-def answer_as(model: type[M], data: Any, what: str) -> M:
-    """``data`` (an answer of the API, shaped) as ``model``; an answer of another shape is a
-    ``BACKEND_ERROR`` naming the field, never an ``INTERNAL_ERROR``."""
-    return validate_answer(model, data, COCKPIT.title, what)  # type: ignore[return-value]

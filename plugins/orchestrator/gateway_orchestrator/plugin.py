@@ -1,28 +1,26 @@
 """The orchestrator plugin: operate the agent orchestrator ("Debug Cockpit API") from Claude.
 
-Part 1 (jobs, actions, workspace) and part 2 (audit history, monitoring, database inspection)
-are separate modules, each listing its tools; everything HTTP is the core's REST kit.
+Jobs and their actions (:mod:`.jobs`), inside a job (:mod:`.workspace`), the agents' history
+(:mod:`.audit`, :mod:`.search`), the state of the system (:mod:`.monitoring`) and the database
+browser (:mod:`.tables`): each module declares its tools in the core's REST dialect.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from gateway import PluginParts
 
-from gateway import hookimpl
+from . import audit, jobs, monitoring, prompts, search, tables, workspace
 
-from . import audit, jobs, monitoring, prompts, tables, workspace
-
-MODULES = (jobs, workspace, audit, monitoring, tables)
-
-
-@hookimpl
-def register_tools(register: Any) -> None:
-    for module in MODULES:
-        for spec in module.tools():
-            register(spec)
-
-
-@hookimpl
-def register_prompts(register: Any) -> None:
-    for spec in prompts.prompts():
-        register(spec)
+PARTS = PluginParts(
+    tools=(
+        *jobs.TOOLS,
+        *workspace.TOOLS,
+        *audit.TOOLS,
+        *search.TOOLS,
+        *monitoring.TOOLS,
+        *tables.TOOLS,
+    ),
+    prompts=prompts.PROMPTS,
+)
+register_tools = PARTS.register_tools
+register_prompts = PARTS.register_prompts

@@ -135,31 +135,30 @@ def create_job_guided(args: CreateArgs, ctx: PromptContext) -> str:
     )
 
 
-def prompts() -> list[PromptSpec]:
-    return [
-        PromptSpec(
-            name="review_frozen_job",
-            title="Review a frozen job",
-            description="Review a job waiting in pending_review, then approve it or send it "
-            "back with feedback.",
-            arguments=JobArgs,
-            render=review_frozen_job,
-            requires=("get_frozen_job",),
-        ),
-        PromptSpec(
-            name="system_health_check",
-            title="Orchestrator health check",
-            description="Job queue, stuck jobs and idle agents; assign waiting jobs.",
-            arguments=NoArgs,
-            render=system_health_check,
-            requires=("get_job_stats",),
-        ),
-        PromptSpec(
-            name="create_job_guided",
-            title="Create a job, guided",
-            description="Choose an expert config and datasources, create the job, assign it.",
-            arguments=CreateArgs,
-            render=create_job_guided,
-            requires=("list_experts", "get_expert"),
-        ),
-    ]
+PROMPTS = (
+    PromptSpec(
+        name="review_frozen_job",
+        title="Review a frozen job",
+        description="Review a job waiting in pending_review, then approve it or send it "
+        "back with feedback.",
+        arguments=JobArgs,
+        render=review_frozen_job,
+        requires=("get_frozen_job",),
+    ),
+    PromptSpec(
+        name="system_health_check",
+        title="Orchestrator health check",
+        description="Job queue, stuck jobs and idle agents; assign waiting jobs.",
+        arguments=NoArgs,
+        render=system_health_check,
+        requires=("get_job_stats",),
+    ),
+    PromptSpec(
+        name="create_job_guided",
+        title="Create a job, guided",
+        description="Choose an expert config and datasources, create the job, assign it.",
+        arguments=CreateArgs,
+        render=create_job_guided,
+        requires=("list_experts", "get_expert"),
+    ),
+)

@@ -13,24 +13,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, Field
 
-from gateway import GatewayError, ToolContext, ToolSpec
+from gateway import GatewayError, Tier
+from gateway.rest import RestContext, RestTool
 
-from .audit import AuditEntry
+from .audit import AUDIT, AuditEntry
 from .backend import COCKPIT, JobId
 from .bounded import bound_items
 from .mongo import check_envelope, document
-from .params import Args, answer_as, read_tool
+from .params import Args
 
 SEARCH_PAGE = 100
 MAX_PAGES = 50
 SEARCH_SECONDS = 20.0
 SNIPPET = 80  # characters of context on each side of a match
 HINT = "ask for fewer matches (limit)"
+#: One page of the trail, all step types: what the search reads, a page at a time.
+AUDIT_PAGE = replace(AUDIT, what="page {page} of the audit trail of job {job_id}")
 
 
 class SearchArgs(Args):
@@ -92,8 +96,7 @@ def find(entry: dict[str, Any], needle: str) -> tuple[str, str] | None:
     return None
 
 
-async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
-    api = ctx.rest(COCKPIT)
+async def search_audit(args: SearchArgs, ctx: RestContext[Any]) -> SearchResult:
     what = f"the audit trail of job {args.job_id}"
     needle = args.query.lower()
     page, skip = divmod(args.offset, SEARCH_PAGE)
@@ -112,12 +115,14 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
         data: Any = None
         with anyio.move_on_after(deadline - anyio.current_time()):
             try:
-                data = await api.request(
-                    "GET",
-                    "/api/jobs/{job_id}/audit",
-                    path_params={"job_id": args.job_id},
-                    params={"page": page, "pageSize": SEARCH_PAGE, "filter": "all"},
-                    what=f"page {page} of {what}",
+                data = await ctx.send(
+                    AUDIT_PAGE,
+                    {
+                        "job_id": args.job_id,
+                        "page": page,
+                        "page_size": SEARCH_PAGE,
+                        "filter": "all",
+                    },
                 )
             except GatewayError as err:
                 if pages == 0:  # nothing found yet: the failure is the answer
@@ -156,7 +161,7 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
     if shaped.omitted:  # too many large matches for one result: continue at the first left out
         stopped, position = "size", matches[len(shaped.items)]["position"]
     complete = stopped is None or (stopped == "limit" and position >= total)
-    return answer_as(
+    return ctx.validate(
         SearchResult,
         {
             "job_id": args.job_id,
@@ -174,14 +179,17 @@ async def search_audit(args: SearchArgs, ctx: ToolContext[Any]) -> SearchResult:
     )
 
 
-def search_spec() -> ToolSpec:
-    return read_tool(
-        "search_audit",
-        f"Find audit entries of a job whose texts contain the query; searches up to "
+TOOLS = (
+    RestTool(
+        name="search_audit",
+        description=f"Find audit entries of a job whose texts contain the query; searches up to "
         f"{MAX_PAGES * SEARCH_PAGE:,} entries or {SEARCH_SECONDS:g} s per call.",
-        search_audit,
-        SearchArgs,
-        SearchResult,
+        input_model=SearchArgs,
+        output_model=SearchResult,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=search_audit,
         timeout=SEARCH_SECONDS + 10,
         max_result_chars=100_000,
-    )
+    ),
+)

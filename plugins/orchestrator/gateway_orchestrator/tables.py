@@ -15,26 +15,35 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from gateway import ToolContext, ToolSpec
+from gateway import Tier
 from gateway.rest import (
     OffsetPage,
+    RestContext,
+    RestTool,
     Route,
     decode_json_string,
     gather,
     offset_page,
-    rest_tool,
     to_utc_iso,
 )
 
 from .backend import COCKPIT
 from .bounded import bound_items
 from .masking import MASK, credential_keys, is_secret_name, mask_connection_url, mask_value
-from .params import Args, NoArgs, answer_as, read_tool
+from .params import Args, NoArgs
 
 TableName = Literal["agents", "citations", "datasources", "jobs", "requirements", "sources"]
 MAX_PAGE_SIZE = 500  # the API's own bound on pageSize
 HINT = "ask for fewer rows (limit)"
 _NO_TABLE = {404: "no table {table_name} in the orchestrator API's allow-list; see list_tables"}
+ROWS = Route(
+    "GET",
+    "/api/tables/{table_name}",
+    query=("page", "page_size"),
+    rename={"page_size": "pageSize"},
+    what="table {table_name}",
+    status=_NO_TABLE,
+)
 
 
 class TableArgs(Args):
@@ -116,25 +125,15 @@ def cell_shaper(name: str, kind: str | None) -> Cell:
     return lambda value: None if value is None else mask_value(decode(value))
 
 
-async def query_table(args: QueryArgs, ctx: ToolContext[Any]) -> TablePage:
-    api = ctx.rest(COCKPIT)
+async def query_table(args: QueryArgs, ctx: RestContext[Any]) -> TablePage:
     plan = page_plan(args.offset, args.limit)
-    answers = await gather(
+    pages = await gather(
         [
-            partial(
-                api.request,
-                "GET",
-                "/api/tables/{table_name}",
-                path_params={"table_name": args.table_name},
-                params={"page": page, "pageSize": size},
-                status=_NO_TABLE,
-                what=f"table {args.table_name}",
-            )
+            partial(ctx.fetch, ROWS, TableAnswer, {**dict(args), "page": page, "page_size": size})
             for page, size in plan
         ]
     )
     what = f"table {args.table_name}"
-    pages = [answer_as(TableAnswer, answer, what) for answer in answers]
     kinds = {str(c.get("name")): c.get("type") for c in pages[0].columns}
     shapers = {name: cell_shaper(name, kind) for name, kind in kinds.items()}
     rows = [row for page in pages for row in page.rows]
@@ -144,7 +143,7 @@ async def query_table(args: QueryArgs, ctx: ToolContext[Any]) -> TablePage:
         for row in rows[start : start + args.limit]
     ]
     shaped = bound_items(picked, hint=HINT)  # rows that do not fit are left for next_offset
-    return answer_as(
+    return ctx.validate(
         TablePage,
         {
             "table": args.table_name,
@@ -178,37 +177,40 @@ def _schema(data: Any, args: TableArgs) -> Any:
     return {"table": args.table_name, "columns": data} if isinstance(data, list) else data
 
 
-def tools() -> list[ToolSpec]:
-    return [
-        rest_tool(
-            COCKPIT,
-            Route("GET", "/api/tables", what="the table list"),
-            name="list_tables",
-            description="The orchestrator database's browsable tables, with row counts.",
-            input_model=NoArgs,
-            output_model=Tables,
-            shape=_tables,
+TOOLS = (
+    RestTool(
+        name="list_tables",
+        description="The orchestrator database's browsable tables, with row counts.",
+        input_model=NoArgs,
+        output_model=Tables,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route("GET", "/api/tables", what="the table list"),
+        shape=_tables,
+    ),
+    RestTool(
+        name="query_table",
+        description="Rows [offset, offset+limit) of a table, JSON decoded, secrets masked.",
+        input_model=QueryArgs,
+        output_model=TablePage,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=query_table,
+        max_result_chars=100_000,
+    ),
+    RestTool(
+        name="get_table_schema",
+        description="A table's columns: name, type, nullable.",
+        input_model=TableArgs,
+        output_model=TableSchema,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=Route(
+            "GET",
+            "/api/tables/{table_name}/schema",
+            what="the schema of table {table_name}",
+            status=_NO_TABLE,
         ),
-        read_tool(
-            "query_table",
-            "Rows [offset, offset+limit) of a table, JSON decoded, secrets masked.",
-            query_table,
-            QueryArgs,
-            TablePage,
-            max_result_chars=100_000,
-        ),
-        rest_tool(
-            COCKPIT,
-            Route(
-                "GET",
-                "/api/tables/{table_name}/schema",
-                what="the schema of table {table_name}",
-                status=_NO_TABLE,
-            ),
-            name="get_table_schema",
-            description="A table's columns: name, type, nullable.",
-            input_model=TableArgs,
-            output_model=TableSchema,
-            shape=_schema,
-        ),
-    ]
+        shape=_schema,
+    ),
+)

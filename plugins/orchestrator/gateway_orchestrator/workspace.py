@@ -1,4 +1,4 @@
-"""Part 1 tools: inside a job — its frozen result, workspace files and overview, progress and
+"""Tools of the orchestrator plugin: inside a job — its frozen result, workspace files and overview, progress and
 requirements.
 
 What the gateway adds over the API: workspace paths are checked before any request (the API's
@@ -16,23 +16,22 @@ from urllib.parse import quote
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import ErrorCode, GatewayError, ToolContext, ToolSpec
+from gateway import ErrorCode, GatewayError, Tier
 from gateway.rest import (
     OffsetPage,
+    RestContext,
+    RestTool,
     Route,
     UtcTimestamp,
-    backend_tool,
     gather,
     offset_page,
-    rest_tool,
-    validate_answer,
+    truncation_marker,
 )
 
 from .backend import COCKPIT, JobId
 from .lookup import NO_JOB, read_job
 from .models import JobArgs, TodoList
-
-FORBID = ConfigDict(extra="forbid")
+from .params import Args
 
 # Claude Code keeps up to 25k tokens of a result; these tools may return up to ~80k characters.
 LARGE_RESULT = 100_000
@@ -78,7 +77,7 @@ def workspace_url(job_id: str, path: str) -> str:
     return f"/api/jobs/{quote(job_id, safe='')}/workspace/{segments}"
 
 
-async def read_workspace_file(ctx: ToolContext[Any], job_id: str, path: str) -> str:
+async def read_workspace_file(ctx: RestContext[Any], job_id: str, path: str) -> str:
     def missing(_: Any) -> GatewayError:
         return GatewayError(
             ErrorCode.NOT_FOUND,
@@ -86,13 +85,10 @@ async def read_workspace_file(ctx: ToolContext[Any], job_id: str, path: str) -> 
             "get_workspace_overview and get_todos name its files",
         )
 
-    what = f"file {path!r} of job {job_id}"
-    data = await ctx.rest(COCKPIT).request(
-        "GET", workspace_url(job_id, path), status={404: missing}, what=what
-    )
-    answer = validate_answer(_FileAnswer, data, COCKPIT.title, what)
-    assert isinstance(answer, _FileAnswer)
-    return answer.content
+    # The path goes out one percent-encoded segment at a time: a route of its own per file.
+    url = workspace_url(job_id, path)
+    route = Route("GET", url, what="file {path!r} of job {job_id}", status={404: missing})
+    return (await ctx.fetch(route, _FileAnswer, {"job_id": job_id, "path": path})).content
 
 
 class _FileAnswer(BaseModel):
@@ -102,8 +98,7 @@ class _FileAnswer(BaseModel):
 # --- get_workspace_file ------------------------------------------------------------------------
 
 
-class FileArgs(BaseModel):
-    model_config = FORBID
+class FileArgs(Args):
     job_id: JobId
     path: WorkspacePath
     offset: int = Field(0, ge=0, description="First character to return.")
@@ -120,11 +115,7 @@ class WorkspaceFile(BaseModel):
     next_offset: int | None = Field(description="offset that reads on; null at the end")
 
 
-def truncated_line(left: int, how: str) -> str:
-    return f"\n[truncated] {left:,} more characters not shown; {how}"
-
-
-async def get_workspace_file(args: FileArgs, ctx: ToolContext[Any]) -> WorkspaceFile:
+async def get_workspace_file(args: FileArgs, ctx: RestContext[Any]) -> WorkspaceFile:
     text = await read_workspace_file(ctx, args.job_id, args.path)
     if args.offset > 0 and args.offset >= len(text):
         raise GatewayError(
@@ -135,7 +126,8 @@ async def get_workspace_file(args: FileArgs, ctx: ToolContext[Any]) -> Workspace
     content = text[args.offset : end]
     more = end < len(text)
     if more:
-        content += truncated_line(len(text) - end, f"call again with offset={end}")
+        hint = f"call again with offset={end}"
+        content += "\n" + truncation_marker(len(text) - end, len(text), hint=hint)
     return WorkspaceFile(
         job_id=args.job_id,
         path=args.path,
@@ -154,8 +146,7 @@ API_PREVIEW_CHARS = 2000
 API_MARK = "\n\n... (truncated)"
 
 
-class OverviewArgs(BaseModel):
-    model_config = FORBID
+class OverviewArgs(Args):
     job_id: JobId
     max_chars: int = Field(
         API_PREVIEW_CHARS,
@@ -182,15 +173,11 @@ class Overview(BaseModel):
     truncated: list[str] = Field(default_factory=list, description="files cut to max_chars")
 
 
-async def get_workspace_overview(args: OverviewArgs, ctx: ToolContext[Any]) -> Overview:
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/jobs/{job_id}/workspace",
-        path_params={"job_id": args.job_id},
-        what=f"the workspace of job {args.job_id}",
-    )
-    view = validate_answer(Overview, data, COCKPIT.title, f"the workspace of job {args.job_id}")
-    assert isinstance(view, Overview)
+WORKSPACE = Route("GET", "/api/jobs/{job_id}/workspace", what="the workspace of job {job_id}")
+
+
+async def get_workspace_overview(args: OverviewArgs, ctx: RestContext[Any]) -> Overview:
+    view = await ctx.fetch(WORKSPACE, Overview, args)
     if not view.has_workspace:
         await read_job(ctx, args.job_id)  # the API answers an unknown job the same way
         return view
@@ -219,7 +206,7 @@ def _api_cut(text: str) -> bool:
     return text.endswith(API_MARK) and len(text) == API_PREVIEW_CHARS + len(API_MARK)
 
 
-def _reader(ctx: ToolContext[Any], job_id: str, name: str) -> Any:
+def _reader(ctx: RestContext[Any], job_id: str, name: str) -> Any:
     async def read() -> str | None:
         try:
             return await read_workspace_file(ctx, job_id, name)
@@ -239,12 +226,13 @@ def _bounded(
         whole = full if full is not None else text
         if len(whole) <= limit:
             return whole, False
-        return whole[:limit] + truncated_line(len(whole) - limit, how.format(offset=limit)), True
+        marker = truncation_marker(len(whole) - limit, len(whole), hint=how.format(offset=limit))
+        return whole[:limit] + "\n" + marker, True
     # Only the API's preview is known, and the file's size in bytes.
-    shown = min(limit, API_PREVIEW_CHARS)
-    total = f"{size:,} bytes" if size is not None else "more than 2,000 characters"
-    marker = f"\n[truncated] {name} has {total}, {shown:,} characters shown; "
-    return text[:shown] + marker + how.format(offset=shown), True
+    shown = text[: min(limit, API_PREVIEW_CHARS)]
+    omitted = None if size is None else size - len(shown.encode())
+    hint = how.format(offset=len(shown))
+    return shown + "\n" + truncation_marker(omitted, size, unit="bytes", hint=hint), True
 
 
 # --- frozen result, progress, requirements -----------------------------------------------------
@@ -292,8 +280,7 @@ class Progress(BaseModel):
 RequirementStatus = Literal["pending", "validating", "integrated", "rejected", "failed"]
 
 
-class RequirementsArgs(BaseModel):
-    model_config = FORBID
+class RequirementsArgs(Args):
     job_id: JobId
     status: RequirementStatus | None = Field(None, description="Only this validation status.")
     limit: int = Field(100, ge=1, le=100, description="Most requirements to return.")
@@ -328,17 +315,16 @@ class _RequirementPage(BaseModel):
     total: int
 
 
-async def get_job_requirements(args: RequirementsArgs, ctx: ToolContext[Any]) -> Requirements:
-    data = await ctx.rest(COCKPIT).request(
-        "GET",
-        "/api/jobs/{job_id}/requirements",
-        path_params={"job_id": args.job_id},
-        params={"limit": args.limit, "offset": args.offset, "status": args.status},
-        what=f"the requirements of job {args.job_id}",
-    )
-    what = f"the requirements of job {args.job_id}"
-    page = validate_answer(_RequirementPage, data, COCKPIT.title, what)
-    assert isinstance(page, _RequirementPage)
+REQUIREMENTS = Route(
+    "GET",
+    "/api/jobs/{job_id}/requirements",
+    query=("limit", "offset", "status"),
+    what="the requirements of job {job_id}",
+)
+
+
+async def get_job_requirements(args: RequirementsArgs, ctx: RestContext[Any]) -> Requirements:
+    page = await ctx.fetch(REQUIREMENTS, _RequirementPage, args)
     if page.total == 0:
         await read_job(ctx, args.job_id)  # the API answers an unknown job the same way
     return Requirements(
@@ -352,65 +338,68 @@ async def get_job_requirements(args: RequirementsArgs, ctx: ToolContext[Any]) ->
 
 # --- the specs ---------------------------------------------------------------------------------
 
+FROZEN = Route(
+    "GET",
+    "/api/jobs/{job_id}/frozen",
+    what="the frozen result of job {job_id}",
+    status={
+        404: "job {job_id} has no frozen result: it is not pending_review, was approved, or "
+        "does not exist (get_job shows which)"
+    },
+)
+PROGRESS = Route(
+    "GET", "/api/jobs/{job_id}/progress", what="the progress of job {job_id}", status={404: NO_JOB}
+)
 
-def tools() -> list[ToolSpec]:
-    return [
-        rest_tool(
-            COCKPIT,
-            Route(
-                "GET",
-                "/api/jobs/{job_id}/frozen",
-                what="the frozen result of job {job_id}",
-                status={
-                    404: "job {job_id} has no frozen result: it is not pending_review, was "
-                    "approved, or does not exist (get_job shows which)"
-                },
-            ),
-            name="get_frozen_job",
-            description="The result an agent froze for review: summary, deliverables, "
-            "confidence, notes.",
-            input_model=JobArgs,
-            output_model=Frozen,
-        ),
-        backend_tool(
-            COCKPIT,
-            name="get_workspace_file",
-            description="Read a text file of a job's live workspace (not git: get_job_file).",
-            input_model=FileArgs,
-            output_model=WorkspaceFile,
-            handler=get_workspace_file,
-            max_result_chars=LARGE_RESULT,
-        ),
-        backend_tool(
-            COCKPIT,
-            name="get_workspace_overview",
-            description="A job's workspace at a glance: main files, workspace.md and plan.md, "
-            "todos, archive count.",
-            input_model=OverviewArgs,
-            output_model=Overview,
-            handler=get_workspace_overview,
-            max_result_chars=LARGE_RESULT,
-        ),
-        rest_tool(
-            COCKPIT,
-            Route(
-                "GET",
-                "/api/jobs/{job_id}/progress",
-                what="the progress of job {job_id}",
-                status={404: NO_JOB},
-            ),
-            name="get_job_progress",
-            description="A job's requirement counts by status, percent done, elapsed time, ETA.",
-            input_model=JobArgs,
-            output_model=Progress,
-        ),
-        backend_tool(
-            COCKPIT,
-            name="get_job_requirements",
-            description="Requirements a job extracted.",
-            input_model=RequirementsArgs,
-            output_model=Requirements,
-            handler=get_job_requirements,
-            max_result_chars=LARGE_RESULT,
-        ),
-    ]
+TOOLS = (
+    RestTool(
+        name="get_frozen_job",
+        description="The result an agent froze for review: summary, deliverables, confidence, "
+        "notes.",
+        input_model=JobArgs,
+        output_model=Frozen,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=FROZEN,
+    ),
+    RestTool(
+        name="get_workspace_file",
+        description="Read a text file of a job's live workspace (not git: get_job_file).",
+        input_model=FileArgs,
+        output_model=WorkspaceFile,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_workspace_file,
+        max_result_chars=LARGE_RESULT,
+    ),
+    RestTool(
+        name="get_workspace_overview",
+        description="A job's workspace at a glance: main files, workspace.md and plan.md, "
+        "todos, archive count.",
+        input_model=OverviewArgs,
+        output_model=Overview,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_workspace_overview,
+        max_result_chars=LARGE_RESULT,
+    ),
+    RestTool(
+        name="get_job_progress",
+        description="A job's requirement counts by status, percent done, elapsed time, ETA.",
+        input_model=JobArgs,
+        output_model=Progress,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        route=PROGRESS,
+    ),
+    RestTool(
+        name="get_job_requirements",
+        description="Requirements a job extracted.",
+        input_model=RequirementsArgs,
+        output_model=Requirements,
+        tier=Tier.READ,
+        backend=COCKPIT,
+        run=get_job_requirements,
+        max_result_chars=LARGE_RESULT,
+    ),
+)

@@ -1,7 +1,7 @@
 """End to end as Claude Code runs it: ``mcp-gateway serve`` as a real stdio subprocess, the
 official MCP client, the fake orchestrator as the API. The two workflows of the requirements
-that use part 2's tools (system health check, job creation; both end with part 1's tools) and
-part 2's own behaviour over the protocol (progress, errors that a strict client accepts)."""
+that use the inspection tools (system health check, job creation; both end with job tools) and
+their own behaviour over the protocol (progress, errors that a strict client accepts)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
 from mcp import Client, StdioServerParameters
-from part2_support import PART2_TOOLS
+from orch_kit import INSPECTION_TOOLS
 
 from gateway.testing import tool_error
 
@@ -85,7 +85,7 @@ async def test_job_creation_workflow(tmp_path):
     assert api.state.jobs[job].config_name == "researcher"
 
 
-async def test_part2_over_stdio_progress_errors_and_listing(tmp_path):
+async def test_inspection_tools_over_stdio_progress_errors_and_listing(tmp_path):
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(p: float, total: float | None, message: str | None) -> None:
@@ -96,8 +96,8 @@ async def test_part2_over_stdio_progress_errors_and_listing(tmp_path):
             api.state.add_audit_entry(ids.JOB_COMPLETED, "llm", content=f"turn {i}")
         async with _client(api, tmp_path) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(PART2_TOOLS) <= set(tools)
-            assert all(tools[n].annotations.read_only_hint for n in PART2_TOOLS)
+            assert set(INSPECTION_TOOLS) <= set(tools)
+            assert all(tools[n].annotations.read_only_hint for n in INSPECTION_TOOLS)
             assert tools["get_audit_trail"].meta == {"anthropic/maxResultSizeChars": 100_000}
 
             found = await client.call_tool(

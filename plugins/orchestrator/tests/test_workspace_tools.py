@@ -14,7 +14,7 @@ from gateway_orchestrator_testing import seed as ids
 from hypothesis import given
 from hypothesis import strategies as st
 from orch_http import send
-from part1_kit import error, gateway_at, ok
+from orch_kit import error, ok, orchestrator_gateway
 
 from gateway.testing.backends import Reply
 
@@ -46,7 +46,7 @@ BAD_PATHS = [
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", BAD_PATHS)
 async def test_paths_leaving_the_workspace_are_refused_before_any_request(orch, tmp_path, path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(
             await gw.call("get_workspace_file", {"job_id": JOB, "path": path}), "VALIDATION_ERROR"
         )
@@ -65,7 +65,7 @@ async def test_each_segment_is_sent_percent_encoded(orch, tmp_path):
     name = "docs/spaces & #hash?.md"
     orch.state.write_file(JOB, name, "odd name\n")
     orch.state.write_file(JOB, "données/résumé.md", "café\n")
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         odd = ok(await gw.call("get_workspace_file", {"job_id": JOB, "path": name}))
         accents = ok(
             await gw.call("get_workspace_file", {"job_id": JOB, "path": "./données//résumé.md"})
@@ -80,7 +80,7 @@ async def test_each_segment_is_sent_percent_encoded(orch, tmp_path):
 
 @pytest.mark.anyio
 async def test_a_missing_file_names_the_path_and_where_to_look(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(
             await gw.call("get_workspace_file", {"job_id": JOB, "path": "nope.md"}), "NOT_FOUND"
         )
@@ -116,7 +116,7 @@ async def test_a_long_file_is_cut_with_a_marker_and_read_on_by_offset(orch, tmp_
     orch.state.write_file(JOB, "workspace.md", text)
     args = {"job_id": JOB, "path": "workspace.md"}
     parts = []
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         first = ok(await gw.call("get_workspace_file", args))
         page, offset = first, 0
         while True:
@@ -124,7 +124,7 @@ async def test_a_long_file_is_cut_with_a_marker_and_read_on_by_offset(orch, tmp_
             if page["truncated"]:
                 body, marker = body.rsplit("\n[truncated] ", 1)
                 assert marker == (
-                    f"{len(text) - page['next_offset']:,} more characters not shown; "
+                    f"{len(text) - page['next_offset']:,} of {len(text):,} characters not shown; "
                     f"call again with offset={page['next_offset']}"
                 )
             parts.append(body)
@@ -146,7 +146,7 @@ async def test_a_long_file_is_cut_with_a_marker_and_read_on_by_offset(orch, tmp_
     )
     assert "".join(parts) == text and len(parts) == 3
     assert "past the end" in past and "99000 characters" in past
-    assert small["content"].startswith(text[:100] + "\n[truncated] 98,900 more characters")
+    assert small["content"].startswith(text[:100] + "\n[truncated] 98,900 of 99,000 characters")
 
 
 @pytest.mark.anyio
@@ -154,7 +154,7 @@ async def test_the_overview_cuts_long_texts_and_reads_more_on_request(orch, tmp_
     text = "".join(f"memory {i:04d} {'x' * 40}\n" for i in range(100))  # 5,300 chars
     orch.state.write_file(JOB, "workspace.md", text)
     args = {"job_id": JOB}
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         preview = ok(await gw.call("get_workspace_overview", args))
         assert [r.path for r in orch.requests] == [f"/api/jobs/{JOB}/workspace"]
         whole = ok(await gw.call("get_workspace_overview", {**args, "max_chars": 10_000}))
@@ -163,18 +163,16 @@ async def test_the_overview_cuts_long_texts_and_reads_more_on_request(orch, tmp_
         less = ok(await gw.call("get_workspace_overview", {**args, "max_chars": 100}))
     hint = "get_workspace_file(path='workspace.md', offset={}) or a larger max_chars reads on"
     assert preview["workspace_md"] == (
-        text[:2000]
-        + "\n[truncated] workspace.md has 5,300 bytes, 2,000 characters shown; "
-        + hint.format(2000)
+        text[:2000] + "\n[truncated] 3,300 of 5,300 bytes not shown; " + hint.format(2000)
     )
     assert preview["truncated"] == ["workspace.md"]
     assert preview["plan_md"].startswith("# Plan") and "[truncated]" not in preview["plan_md"]
     assert (whole["workspace_md"], whole["truncated"]) == (text, [])
     assert more["workspace_md"] == (
-        text[:3000] + "\n[truncated] 2,300 more characters not shown; " + hint.format(3000)
+        text[:3000] + "\n[truncated] 2,300 of 5,300 characters not shown; " + hint.format(3000)
     )
     assert less["workspace_md"].startswith(
-        text[:100] + "\n[truncated] workspace.md has 5,300 bytes"
+        text[:100] + "\n[truncated] 5,200 of 5,300 bytes not shown"
     )
     assert less["truncated"] == ["workspace.md", "plan.md"]
 
@@ -183,7 +181,9 @@ async def test_the_overview_cuts_long_texts_and_reads_more_on_request(orch, tmp_
 async def test_the_overview_keeps_the_preview_when_the_whole_file_cannot_be_read(orch, tmp_path):
     orch.state.write_file(JOB, "workspace.md", "é" * 3000)
     orch.override(f"/api/jobs/{JOB}/workspace/workspace.md", Reply.json({"detail": "boom"}, 500))
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         out = ok(await gw.call("get_workspace_overview", {"job_id": JOB, "max_chars": 5000}))
     # Sizes are bytes: 3,000 characters of two bytes each.
-    assert out["workspace_md"].startswith("é" * 2000 + "\n[truncated] workspace.md has 6,000 bytes")
+    assert out["workspace_md"].startswith(
+        "é" * 2000 + "\n[truncated] 2,000 of 6,000 bytes not shown"
+    )

@@ -1,7 +1,7 @@
-"""What the part 1 tools add over the raw API, each against the stateful fake orchestrator (a
+"""What the job tools add over the raw API, each against the stateful fake orchestrator (a
 real HTTP server on 127.0.0.1): typed outputs, ids checked before any request, honest states
 for the mutations, create_job's checks, list_jobs' real statuses and has_more, and unknown jobs
-told apart from empty answers. Workspace paths and long texts: test_part1_workspace.py."""
+told apart from empty answers. Workspace paths and long texts: test_workspace_tools.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
 from orch_http import send
-from part1_kit import MUTATIONS, PART1_TOOLS, error, gateway_at, ok
+from orch_kit import JOB_TOOLS, MUTATIONS, error, ok, orchestrator_gateway
 
 from gateway.testing import gateway_client
 from gateway.testing.backends import Reply
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_json_columns_come_back_as_objects_and_timestamps_in_utc(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         job = ok(await gw.call("get_job", {"job_id": ids.JOB_CREATED}))
         progress = ok(await gw.call("get_job_progress", {"job_id": ids.JOB_PROCESSING}))
         view = ok(await gw.call("get_workspace_overview", {"job_id": ids.JOB_PROCESSING}))
@@ -42,7 +42,7 @@ async def test_json_columns_come_back_as_objects_and_timestamps_in_utc(orch, tmp
 
 ID_CASES = [
     (tool, {"job_id": "not-a-uuid"}, "job_id", "list_jobs")
-    for tool in PART1_TOOLS
+    for tool in JOB_TOOLS
     if tool not in ("list_jobs", "create_job", "assign_job", "test_datasource")
 ] + [
     ("assign_job", {"job_id": ids.JOB_CREATED, "agent_id": "42"}, "agent_id", "list_agents"),
@@ -62,14 +62,14 @@ ID_CASES = [
 async def test_malformed_ids_are_refused_before_any_request(
     orch, tmp_path, tool, args, field, hint
 ):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(await gw.call(tool, args), "VALIDATION_ERROR")
     assert f"{field}: must be a" in message and hint in message
     assert orch.requests == []
 
 
 async def test_ids_in_upper_case_are_sent_as_the_api_stores_them(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         job = ok(await gw.call("get_job", {"job_id": ids.JOB_CREATED.upper()}))
     assert job["id"] == ids.JOB_CREATED
     assert orch.requests[0].path == f"/api/jobs/{ids.JOB_CREATED}"
@@ -81,7 +81,7 @@ async def test_ids_in_upper_case_are_sent_as_the_api_stores_them(orch, tmp_path)
 @pytest.mark.parametrize("job_id", [ids.JOB_COMPLETED, ids.JOB_CANCELLED])
 async def test_cancel_refuses_a_finished_job_without_signalling_its_agent(orch, tmp_path, job_id):
     status = orch.state.jobs[job_id].status
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(await gw.call("cancel_job", {"job_id": job_id}), "CONFLICT")
     assert f"already {status}" in message
     assert [r.method for r in orch.requests] == ["GET"]
@@ -92,7 +92,7 @@ async def test_cancel_refuses_a_finished_job_without_signalling_its_agent(orch, 
 
 
 async def test_cancel_stops_a_running_job_and_says_what_it_was(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         out = ok(await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING}))
     assert out == {
         "status": "cancelled",
@@ -108,7 +108,7 @@ async def test_cancel_stops_a_running_job_and_says_what_it_was(orch, tmp_path):
 
 
 async def test_approve_needs_pending_review_and_completes_the_job(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(await gw.call("approve_job", {"job_id": ids.JOB_PROCESSING}), "CONFLICT")
         assert "status: processing" in message and "get_job" in message
         out = ok(await gw.call("approve_job", {"job_id": ids.JOB_PENDING_REVIEW}))
@@ -131,7 +131,7 @@ async def test_approve_needs_pending_review_and_completes_the_job(orch, tmp_path
 
 
 async def test_approve_without_a_frozen_result_says_so(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(
             await gw.call("approve_job", {"job_id": ids.JOB_REVIEW_NO_FROZEN}), "NOT_FOUND"
         )
@@ -139,7 +139,7 @@ async def test_approve_without_a_frozen_result_says_so(orch, tmp_path):
 
 
 async def test_resume_refuses_a_completed_job_and_starts_others_with_the_feedback(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(
             await gw.call("resume_job_with_feedback", {"job_id": ids.JOB_COMPLETED}), "CONFLICT"
         )
@@ -166,7 +166,7 @@ async def test_assign_needs_a_created_or_failed_job_and_a_ready_agent(orch, tmp_
     def assign(job: str, agent: str) -> dict:
         return {"job_id": job, "agent_id": agent}
 
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         running = error(
             await gw.call("assign_job", assign(ids.JOB_PROCESSING, ids.AGENT_READY)), "CONFLICT"
         )
@@ -190,7 +190,7 @@ async def test_assign_needs_a_created_or_failed_job_and_a_ready_agent(orch, tmp_
 
 async def test_an_unreachable_agent_is_a_backend_error_that_pauses_no_other_tool(orch, tmp_path):
     args = {"job_id": ids.JOB_CREATED, "agent_id": ids.AGENT_UNREACHABLE}
-    async with gateway_at(orch.url, tmp_path, breaker_failures=2) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path, breaker_failures=2) as gw:
         for _ in range(4):
             result = await gw.call("assign_job", args)
             message = error(result, "BACKEND_ERROR")
@@ -211,10 +211,10 @@ async def test_an_unreachable_agent_is_a_backend_error_that_pauses_no_other_tool
 
 
 async def test_mutations_carry_their_facts_and_only_three_are_destructive(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw, gateway_client(gw) as client:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw, gateway_client(gw) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(PART1_TOOLS) <= set(tools)
-    for name in PART1_TOOLS:
+    assert set(JOB_TOOLS) <= set(tools)
+    for name in JOB_TOOLS:
         tool = tools[name]
         mutation = name in MUTATIONS
         assert tool.annotations.read_only_hint is not mutation, name
@@ -222,7 +222,7 @@ async def test_mutations_carry_their_facts_and_only_three_are_destructive(orch, 
         assert tool.annotations.open_world_hint is True
         if mutation:
             assert "Requires: " in tool.description and "reversible" in tool.description
-    destructive = {n for n in PART1_TOOLS if tools[n].annotations.destructive_hint}
+    destructive = {n for n in JOB_TOOLS if tools[n].annotations.destructive_hint}
     assert destructive == {"approve_job", "cancel_job", "delete_job"}
     idempotent = {n for n in MUTATIONS if tools[n].annotations.idempotent_hint}
     assert idempotent == {"approve_job", "cancel_job", "delete_job", "assign_job"}
@@ -232,7 +232,7 @@ async def test_mutations_carry_their_facts_and_only_three_are_destructive(orch, 
 
 
 async def test_delete_says_what_it_deleted_and_warns_for_a_processing_job(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         scratch = ok(await gw.call("delete_job", {"job_id": ids.JOB_SCRATCH}))
         running = ok(await gw.call("delete_job", {"job_id": ids.JOB_PROCESSING}))
         orch.clear_log()
@@ -256,7 +256,7 @@ async def test_create_job_takes_objects_and_the_job_shows_them(orch, tmp_path):
         "context": {"team": "finance"},
         "datasource_ids": [ids.DS_POSTGRES.upper()],
     }
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         as_text = error(
             await gw.call("create_job", {**args, "context": '{"team": "finance"}'}),
             "VALIDATION_ERROR",
@@ -272,7 +272,7 @@ async def test_create_job_takes_objects_and_the_job_shows_them(orch, tmp_path):
 
 
 async def test_create_job_says_when_config_name_names_no_expert(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         typo = ok(await gw.call("create_job", {"description": "d", "config_name": "reseacher"}))
         default = ok(await gw.call("create_job", {"description": "d"}))
     assert typo["config_name"] == "reseacher"  # the API accepted it
@@ -285,7 +285,7 @@ async def test_create_job_says_when_config_name_names_no_expert(orch, tmp_path):
 
 async def test_create_job_still_creates_when_the_expert_list_fails(orch, tmp_path):
     orch.override("/api/experts", Reply.json({"detail": "boom"}, 500))
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         created = ok(await gw.call("create_job", {"description": "d", "config_name": "x"}))
     assert created["warnings"] == ["config_name could not be checked: the expert list did not load"]
     assert created["id"] in orch.state.jobs
@@ -299,7 +299,7 @@ async def test_create_job_still_creates_when_the_expert_list_fails(orch, tmp_pat
 )
 async def test_list_jobs_filters_by_the_statuses_the_database_uses(orch, tmp_path, status):
     want = [j.id for j in orch.state.jobs.values() if j.status == status]
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         out = ok(await gw.call("list_jobs", {"status": status}))
     assert want and sorted(j["id"] for j in out["jobs"]) == sorted(want)
     assert (out["total"], out["has_more"]) == (len(want), False)
@@ -307,13 +307,13 @@ async def test_list_jobs_filters_by_the_statuses_the_database_uses(orch, tmp_pat
 
 @pytest.mark.parametrize("status", ["pending", "running"])
 async def test_list_jobs_refuses_the_statuses_that_never_match(orch, tmp_path, status):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(await gw.call("list_jobs", {"status": status}), "VALIDATION_ERROR")
     assert "status" in message and "pending_review" in message and orch.requests == []
 
 
 async def test_list_jobs_says_when_more_jobs_match_than_it_shows(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         two = ok(await gw.call("list_jobs", {"limit": 2}))
         exact = ok(await gw.call("list_jobs", {"status": "created", "limit": 3}))
         review = ok(await gw.call("list_jobs", {"status": "pending_review", "limit": 1}))
@@ -328,7 +328,7 @@ async def test_list_jobs_says_when_more_jobs_match_than_it_shows(orch, tmp_path)
 
 async def test_list_jobs_still_lists_when_the_counts_fail(orch, tmp_path):
     orch.override("/api/stats/jobs", Reply.json({"detail": "boom"}, 500))
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         out = ok(await gw.call("list_jobs", {"limit": 2}))
     assert (len(out["jobs"]), out["total"], out["has_more"]) == (2, None, True)
 
@@ -338,7 +338,7 @@ async def test_list_jobs_still_lists_when_the_counts_fail(orch, tmp_path):
 
 @pytest.mark.parametrize("tool", ["get_todos", "get_workspace_overview", "get_job_requirements"])
 async def test_an_unknown_job_is_not_found_where_the_api_answers_empty(orch, tmp_path, tool):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         message = error(await gw.call(tool, {"job_id": ids.UNKNOWN_ID}), "NOT_FOUND")
         empty = ok(await gw.call(tool, {"job_id": ids.JOB_SCRATCH}))
     assert message == f"no job {ids.UNKNOWN_ID}; list_jobs shows the ids"
@@ -348,7 +348,7 @@ async def test_an_unknown_job_is_not_found_where_the_api_answers_empty(orch, tmp
 
 async def test_requirements_page_with_has_more_and_filter_by_status(orch, tmp_path):
     args = {"job_id": ids.JOB_PROCESSING}
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         first = ok(await gw.call("get_job_requirements", {**args, "limit": 2}))
         last = ok(await gw.call("get_job_requirements", {**args, "limit": 2, "offset": 4}))
         done = ok(await gw.call("get_job_requirements", {**args, "status": "integrated"}))
@@ -360,7 +360,7 @@ async def test_requirements_page_with_has_more_and_filter_by_status(orch, tmp_pa
 
 
 async def test_todos_are_counted_by_status(orch, tmp_path):
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         out = ok(await gw.call("get_todos", {"job_id": ids.JOB_PROCESSING}))
     assert out["current"]["counts"] == {"completed": 2, "in_progress": 1, "pending": 1}
     assert [a["path"] for a in out["archives"]] == [
@@ -376,7 +376,7 @@ async def test_test_datasource_reports_ok_or_the_reason_without_secrets(orch, tm
         "error",
         "could not connect to mongodb://app:hunter2@db:27017/x",
     )
-    async with gateway_at(orch.url, tmp_path) as gw:
+    async with orchestrator_gateway(orch.url, tmp_path) as gw:
         good = ok(await gw.call("test_datasource", {"datasource_id": ids.DS_POSTGRES}))
         neo = ok(await gw.call("test_datasource", {"datasource_id": ids.DS_NEO4J}))
         mongo = ok(await gw.call("test_datasource", {"datasource_id": ids.DS_MONGO}))
@@ -390,7 +390,7 @@ async def test_test_datasource_reports_ok_or_the_reason_without_secrets(orch, tm
 
 
 async def test_a_fresh_fake_is_enough_for_every_tool(tmp_path):
-    """Smoke: each part 1 tool answers without INTERNAL_ERROR on the recorded scenario."""
+    """Smoke: each job tool answers without INTERNAL_ERROR on the recorded scenario."""
     calls = {
         "list_jobs": {},
         "get_job": {"job_id": ids.JOB_PROCESSING},
@@ -408,9 +408,9 @@ async def test_a_fresh_fake_is_enough_for_every_tool(tmp_path):
         "get_job_progress": {"job_id": ids.JOB_PROCESSING},
         "get_job_requirements": {"job_id": ids.JOB_PROCESSING},
     }
-    assert set(calls) == set(PART1_TOOLS)
+    assert set(calls) == set(JOB_TOOLS)
     with FakeOrchestrator() as api:
-        async with gateway_at(api.url, tmp_path) as gw:
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
             # The frozen result is read before the approval removes it.
             for name in sorted(calls, key=lambda n: n != "get_frozen_job"):
                 ok(await gw.call(name, calls[name]))

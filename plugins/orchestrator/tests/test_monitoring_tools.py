@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 from gateway_orchestrator_testing import seed as ids
-from part2_support import orchestrator_gateway
+from orch_kit import orchestrator_gateway
 
 pytestmark = pytest.mark.anyio
 
@@ -118,10 +118,10 @@ async def test_expert_instructions_are_bounded(orch, tmp_path):
     async with orchestrator_gateway(orch.url, tmp_path) as gw:
         short = (await gw.call("get_expert", {"expert_id": "writer"})).payload
         long = (await gw.call("get_expert", {"expert_id": "writer", "max_chars": 80_000})).payload
-    assert short["truncated_texts"] == 1 and "raise max_chars]" in short["instructions"]
+    assert short["truncated_texts"] == 1 and "not shown; raise max_chars" in short["instructions"]
     assert short["config"]["llm"]["model"]  # the rest is whole
     assert len(short["instructions"]) < 20_000 < len(long["instructions"]) < 80_000
-    assert "of 120,009 chars left out" in long["instructions"]
+    assert "of 120,009 characters not shown" in long["instructions"]
 
 
 async def test_datasources_never_show_passwords(orch, tmp_path):

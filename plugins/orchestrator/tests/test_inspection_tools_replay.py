@@ -1,4 +1,5 @@
-"""Replays: for every recorded exchange behind the part-2 tools, the tool sends exactly the
+"""Replays: for every recorded exchange behind the inspection tools (audit history,
+monitoring, database), the tool sends exactly the
 recorded request (method, raw path, query, body) and shapes the recorded answer, or, for a
 request the gateway refuses to make, refuses it before anything is sent.
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 from gateway_orchestrator_testing import RECORDINGS_INDEX, recorded_backend
-from part2_support import orchestrator_gateway
+from orch_kit import orchestrator_gateway
 
 pytestmark = pytest.mark.anyio
 

@@ -1,37 +1,26 @@
-"""The part 1 tools as a plugin: the test kit's conformance and degradation checks, and the
-bytes the model sees for them on every turn."""
+"""The orchestrator plugin as a whole: the test kit's conformance and degradation checks, and
+the bytes the model sees for the job tools on every turn."""
 
 from __future__ import annotations
 
-import json
-
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
-from part1_kit import PART1_TOOLS
+from orch_kit import JOB_TOOLS
 
+from gateway.registry import context_bytes
 from gateway.testing import assert_backend_tools_degrade, assert_plugin_conforms, make_gateway
 
 # What the orchestrator's own MCP server spends on the same 15 tools (issue 11).
 BUDGET = 8_212
 
 
-def published_bytes(tool: object) -> int:
-    """UTF-8 length of the compact ``{"name", "description", "inputSchema"}`` as published."""
-    entry = {
-        "name": tool.name,  # type: ignore[attr-defined]
-        "description": tool.description,  # type: ignore[attr-defined]
-        "inputSchema": tool.input_schema,  # type: ignore[attr-defined]
-    }
-    return len(json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode())
-
-
 def test_the_15_tools_cost_less_than_the_orchestrators_own(tmp_path):
     gw = make_gateway(plugins=["orchestrator"], env={}, cwd=tmp_path)
-    tools = {t.name: t for t in gw.registry.all() if t.name in PART1_TOOLS}
-    assert set(tools) == set(PART1_TOOLS)
-    sizes = {name: published_bytes(t) for name, t in tools.items()}
+    tools = {t.name: t for t in gw.registry.all() if t.name in JOB_TOOLS}
+    assert set(tools) == set(JOB_TOOLS)
+    sizes = {name: context_bytes(t) for name, t in tools.items()}
     total = sum(sizes.values())
-    print(f"part 1 tools: {total:,} bytes (budget {BUDGET:,})", sizes)
+    print(f"job tools: {total:,} bytes (budget {BUDGET:,})", sizes)
     assert total <= BUDGET
     for tool in tools.values():
         # Every parameter keeps a one-line description; bounded ones their bounds.
@@ -60,4 +49,4 @@ def test_every_tool_degrades_cleanly_whatever_the_backend_does(tmp_path):
             "get_workspace_file": {"job_id": ids.JOB_PROCESSING, "path": "plan.md"},
         },
     )
-    assert {tool for tool, _, _ in seen} >= set(PART1_TOOLS)
+    assert {tool for tool, _, _ in seen} >= set(JOB_TOOLS)

@@ -1,4 +1,4 @@
-"""The shaping the part-2 tools share: texts cut to a budget, secrets masked, Mongo times."""
+"""The shaping the inspection tools share: texts cut to a budget, secrets masked, Mongo times."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from gateway_orchestrator.mongo import mongo_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-MARKER = re.compile(r" … \[truncated: ([\d,]+) of ([\d,]+) chars left out; (.*)\]$")
+MARKER = re.compile(r"\n\[truncated\] ([\d,]+) of ([\d,]+) characters not shown; (.*)$")
 
 # Long strings are built by repetition: generating 3,000 random characters is slow.
 texts = st.text(max_size=30) | st.builds(
@@ -82,7 +82,7 @@ def test_common_limit_keeps_short_strings_whole():
 def test_clip_says_what_was_left_out():
     assert clip("abc", 5, "x") == "abc"
     assert clip("a" * 1234, 1000, "raise max_chars") == (
-        "a" * 1000 + " … [truncated: 234 of 1,234 chars left out; raise max_chars]"
+        "a" * 1000 + "\n[truncated] 234 of 1,234 characters not shown; raise max_chars"
     )
 
 

@@ -1,4 +1,4 @@
-"""Replays: every recording behind the 15 part 1 tools, against the recorded backend.
+"""Replays: every recording behind the 15 job tools, against the recorded backend.
 
 A recorded request the plugin sends must be byte for byte the one recorded (method, raw path,
 query, JSON body or none): the replay server answers nothing else. Its recorded answer must be
@@ -23,11 +23,11 @@ from gateway_orchestrator_testing import RECORDINGS, RECORDINGS_INDEX, State, re
 from gateway_orchestrator_testing import seed as ids
 from gateway_orchestrator_testing.jobs import job_detail
 from gateway_orchestrator_testing.seed import seed
-from part1_kit import error, gateway_at, ok
+from orch_kit import error, ok, orchestrator_gateway
 
 from gateway.testing.backends import Reply
 
-# (method, path template) of every endpoint the part 1 tools call for themselves.
+# (method, path template) of every endpoint the job tools call for themselves.
 ENDPOINTS = {
     ("GET", "/api/jobs"),
     ("GET", "/api/jobs/{job_id}"),
@@ -450,7 +450,7 @@ CASES = [
 ]  # fmt: skip
 
 
-def test_every_recording_behind_the_part1_tools_has_a_case():
+def test_every_recording_behind_the_job_tools_has_a_case():
     rows = json.loads(RECORDINGS_INDEX.read_text())
     behind = {
         row["file"].removesuffix(".json")
@@ -478,7 +478,7 @@ async def _replay(case: Case, tmp_path) -> None:
         if case.job_read is not None:
             target = case.args["job_id"]
             api.override(f"/api/jobs/{target}", _job_reply(case.job_read, case.race), method="GET")
-        async with gateway_at(api.url, tmp_path) as gw:
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
             result = await gw.call(case.tool, case.args)
         assert result.code == case.expect, result.text()
         if case.says:
@@ -547,7 +547,7 @@ async def _approve_twice(tmp_path) -> None:
     )
     with recorded_backend(first, again) as api:
         api.activate(first, again)
-        async with gateway_at(api.url, tmp_path) as gw:
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
             args = {"job_id": ids.JOB_PENDING_REVIEW}
             ok(await gw.call("approve_job", args))
             assert "status: completed" in error(await gw.call("approve_job", args), "CONFLICT")
@@ -562,7 +562,7 @@ async def _cancel_as_read(job_id: str, tmp_path) -> str:
     with recorded_backend(
         "GET_api_jobs_{job_id}__completed", NO_JOB_404, "PUT_api_jobs_{job_id}_cancel*"
     ) as api:
-        async with gateway_at(api.url, tmp_path) as gw:
+        async with orchestrator_gateway(api.url, tmp_path) as gw:
             result = await gw.call("cancel_job", {"job_id": job_id})
         assert [r.method for r in api.requests] == ["GET"]  # the cancel itself never went out
         return result.text()

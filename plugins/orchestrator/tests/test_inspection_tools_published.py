@@ -1,24 +1,18 @@
-"""The part-2 tools as Claude Code sees them: read tier, output schemas, documented parameters,
-and the bytes they cost the model on every turn (issue 12's budget)."""
+"""The inspection tools (audit history, monitoring, database) as Claude Code sees them: read
+tier, output schemas, documented parameters, and the bytes they cost the model on every turn
+(issue 12's budget)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from gateway_orchestrator.backend import COCKPIT
-from part2_support import PART2_TOOLS
+from orch_kit import INSPECTION_TOOLS
 
+from gateway.registry import context_bytes
 from gateway.testing import gateway_client, make_gateway
 
 #: What the orchestrator's own MCP server spends on the same 15 tools (issue 12).
 BUDGET = 5_947
-
-
-def tool_bytes(tool) -> int:
-    """UTF-8 bytes of ``{"name", "description", "inputSchema"}`` as published, compact."""
-    listed = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
-    return len(json.dumps(listed, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 @pytest.fixture
@@ -26,14 +20,14 @@ async def listed(tmp_path):
     gw = make_gateway(plugins=["orchestrator"], env={}, cwd=tmp_path)
     async with gw, gateway_client(gw) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    return {name: tools[name] for name in PART2_TOOLS}
+    return {name: tools[name] for name in INSPECTION_TOOLS}
 
 
 @pytest.mark.anyio
 async def test_the_fifteen_tools_fit_the_byte_budget(listed):
-    sizes = {name: tool_bytes(tool) for name, tool in listed.items()}
+    sizes = {name: context_bytes(tool) for name, tool in listed.items()}
     total = sum(sizes.values())
-    print(f"part-2 tools: {total} bytes (budget {BUDGET}): {sizes}")
+    print(f"inspection tools: {total} bytes (budget {BUDGET}): {sizes}")
     assert total <= BUDGET
 
 
@@ -69,10 +63,10 @@ async def test_all_are_read_tools_with_output_schemas(listed):
 
 
 def test_every_tool_is_bound_to_the_cockpit_backend(tmp_path):
-    # So the plugin-wide checks in test_part1_plugin.py (assert_plugin_conforms, and
+    # So the plugin-wide checks in test_orchestrator_plugin.py (assert_plugin_conforms, and
     # assert_backend_tools_degrade over every REST-bound tool) cover these fifteen too, and the
     # backend's breaker and health check gate them.
     gw = make_gateway(plugins=["orchestrator"], env={}, cwd=tmp_path)
     tools = {t.name: t for t in gw.registry.all()}
-    for name in PART2_TOOLS:
+    for name in INSPECTION_TOOLS:
         assert tools[name].spec.backend is COCKPIT, name

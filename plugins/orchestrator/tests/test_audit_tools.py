@@ -8,7 +8,7 @@ import pytest
 from gateway_orchestrator.bounded import LIST_CAP
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
-from part2_support import orchestrator_gateway, size
+from orch_kit import orchestrator_gateway, size
 
 from gateway.testing.backends import Reply
 
@@ -91,9 +91,9 @@ async def test_a_huge_audit_entry_is_cut_with_a_marker_and_the_page_fits(orch_mo
     assert page["truncated_texts"] == 1
     big, small = page["entries"][1]["result"], page["entries"][2]["content"]
     assert small == "short and whole"
-    assert big.startswith("xxxx") and "chars left out; ask for fewer per page (page_size)]" in big
-    kept = big.index(" … [truncated")
-    assert f"{150_000 - kept:,} of 150,000 chars left out" in big
+    assert big.startswith("xxxx") and "not shown; ask for fewer per page (page_size)" in big
+    kept = big.index("\n[truncated]")
+    assert f"{150_000 - kept:,} of 150,000 characters not shown" in big
     assert size(page) <= 41_000  # inline in Claude Code (50,000)
 
 

@@ -7,7 +7,7 @@ import pytest
 from gateway_orchestrator import search
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
-from part2_support import orchestrator_gateway
+from orch_kit import orchestrator_gateway
 
 pytestmark = pytest.mark.anyio
 

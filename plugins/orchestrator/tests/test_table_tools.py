@@ -16,7 +16,7 @@ from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from part2_support import orchestrator_gateway, size
+from orch_kit import orchestrator_gateway, size
 
 from gateway.testing.backends import Reply
 
@@ -174,6 +174,6 @@ async def test_long_cells_are_cut_and_fewer_rows_show_more(orch, tmp_path):
         many = (await gw.call("query_table", {"table_name": "sources", "limit": 40})).payload
         one = (await gw.call("query_table", {"table_name": "sources", "limit": 1})).payload
     assert many["truncated_texts"] == 40
-    assert "ask for fewer rows (limit)]" in many["rows"][0]["content"]
+    assert "not shown; ask for fewer rows (limit)" in many["rows"][0]["content"]
     assert len(json.dumps(many, ensure_ascii=False)) < 45_000
     assert one["truncated_texts"] == 0 and len(one["rows"][0]["content"]) > 20_000

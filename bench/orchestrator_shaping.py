@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""What the orchestrator plugin's part-2 tool paths add on top of the HTTP they send.
+"""What the orchestrator plugin's table and search tools add on top of the HTTP they send.
 
-    .venv/bin/python bench/orchestrator_part2.py [--calls 200] [--block 20] [--write]
+    .venv/bin/python bench/orchestrator_shaping.py [--calls 200] [--block 20] [--write]
 
 ``query_table`` and ``search_audit`` do real work after the request: rows are decoded (JSON
 columns), masked (credentials, URL passwords) and cut to a text budget; the search pages through
@@ -79,14 +79,16 @@ def main() -> int:
         server.terminate()
         server.wait(5)
     lines = [
-        "# Orchestrator part 2: the work `query_table` and `search_audit` add",
+        "# Orchestrator: the work `query_table` and `search_audit` add",
         "",
-        "Written by `bench/orchestrator_part2.py`. A fake orchestrator in its own process answers "
+        "Written by `bench/orchestrator_shaping.py`. A fake orchestrator in its own process answers "
         "both clients; the tool runs through the gateway's call pipeline in-process (stdio is "
         "`rest.md`'s), the baseline is `httpx` plus `json` on the same page(s), alternating in "
         f"blocks of {args.block} calls.",
         "",
-        c.facts_line(".venv/bin/python bench/orchestrator_part2.py --write", machine).rstrip("\n"),
+        c.facts_line(".venv/bin/python bench/orchestrator_shaping.py --write", machine).rstrip(
+            "\n"
+        ),
         "",
         "| case | calls | direct median | tool median | added | ratio |",
         "|---|---:|---:|---:|---:|---:|",

@@ -1,4 +1,4 @@
-"""The part 1 workflows as Claude Code runs them: a real ``mcp-gateway serve`` subprocess over
+"""The job workflows as Claude Code runs them: a real ``mcp-gateway serve`` subprocess over
 stdio, the official MCP client, the fake orchestrator (and for the review, the gitea plugin's
 fake Gitea serving a real job repository) as real HTTP servers on 127.0.0.1."""
 

@@ -1,0 +1,132 @@
+"""The core's hub of REST backends: one set of settings, one health check and one keep-alive
+client per backend name, however many plugins declare it (see :mod:`gateway.rest.backend`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config import build_settings
+from ..errors import ErrorCode, GatewayError
+from ..spec import HealthCheck
+from .backend import RestBackend
+from .settings import RestSettings
+
+if TYPE_CHECKING:
+    from .client import RestClient
+
+log = logging.getLogger("gateway.rest")
+
+
+class BackendConflict(Exception):
+    """A plugin declares a backend name already declared differently."""
+
+
+@dataclass
+class _Entry:
+    backend: RestBackend
+    settings: RestSettings
+    users: list[str]
+    client: RestClient | None = None
+
+
+class BackendHub:
+    """The core's REST backends: settings built once per name, clients opened on first use
+    (so httpx is imported by the first call, not at start-up) and closed at shut-down."""
+
+    def __init__(self, plugin_tables: Callable[[str], dict[str, Any]], env: Mapping[str, str]):
+        self._tables = plugin_tables
+        self._env = env
+        self._entries: dict[str, _Entry] = {}
+
+    def declare(self, backend: RestBackend, plugin: str) -> RestSettings:
+        """Record that ``plugin`` uses ``backend``; build its settings the first time.
+
+        Raises :class:`BackendConflict` when the name is declared differently elsewhere, and
+        pydantic's ``ValidationError`` when the settings do not validate.
+        """
+        entry = self._entries.get(backend.name)
+        if entry is not None:
+            if not entry.backend.same_identity(backend):
+                raise BackendConflict(
+                    f"backend {backend.name!r} is already declared differently by plugin "
+                    f"{entry.users[0]!r}; a shared backend needs the same settings table, "
+                    "fields, prefix and health path"
+                )
+            if plugin not in entry.users:
+                entry.users.append(plugin)
+            return entry.settings
+        settings = build_settings(backend.settings, self._tables(backend.settings_table), self._env)
+        assert isinstance(settings, RestSettings)
+        self._entries[backend.name] = _Entry(backend, settings, [plugin])
+        return settings
+
+    def remove_plugin(self, plugin: str) -> list[RestClient]:
+        """Forget a plugin; return the clients of backends no other plugin uses (to close)."""
+        orphans = []
+        for name, entry in list(self._entries.items()):
+            if plugin in entry.users:
+                entry.users.remove(plugin)
+                if not entry.users:
+                    del self._entries[name]
+                    if entry.client is not None:
+                        orphans.append(entry.client)
+        return orphans
+
+    def settings(self, backend: RestBackend | str) -> RestSettings:
+        name = backend if isinstance(backend, str) else backend.name
+        return self._entries[name].settings
+
+    def users(self, name: str) -> list[str]:
+        entry = self._entries.get(name)
+        return list(entry.users) if entry else []
+
+    def client(self, backend: RestBackend) -> RestClient:
+        entry = self._entries.get(backend.name)
+        if entry is None:
+            raise GatewayError(
+                ErrorCode.INTERNAL_ERROR,
+                f"backend {backend.name!r} was not declared by any loaded plugin",
+            )
+        if not entry.settings.configured:
+            raise GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE, entry.backend.not_configured(), retryable=False
+            )
+        if entry.client is None:
+            from .client import RestClient  # httpx is imported here, on first use
+
+            entry.client = RestClient(entry.backend, entry.settings)
+        return entry.client
+
+    def health_check(self, backend: RestBackend) -> HealthCheck:
+        """The one check of a backend, shared by every plugin that declares it."""
+        settings = self.settings(backend)
+
+        async def check() -> str | None:
+            client = self.client(backend)
+            if backend.health_path is not None:
+                answer = await client.answer("GET", backend.health_path, what="its health check")
+                if backend.health_detail is not None:
+                    return backend.health_detail(answer.data)
+            return f"{backend.title} answered at {settings.url}"
+
+        return HealthCheck(
+            name=f"{backend.name}_api",
+            check=check,
+            backend=backend.name,
+            timeout=min(5.0, settings.request_timeout),
+            not_configured=None if settings.configured else backend.not_configured(),
+            shared=True,
+        )
+
+    async def aclose(self) -> None:
+        for entry in self._entries.values():
+            if entry.client is not None:
+                client, entry.client = entry.client, None
+                try:
+                    await client.aclose()
+                except Exception as exc:  # closing must never stop the shut-down
+                    log.warning("closing the %s client failed: %s", entry.backend.name, exc)
