@@ -161,5 +161,6 @@ def prompts() -> list[PromptSpec]:
             arguments=CreateArgs,
             render=create_job_guided,
             requires=("list_experts", "get_expert"),
+            free_text="description",
         ),
     ]
