@@ -98,8 +98,11 @@ class Gateway:
             builtin=BUILTIN,
         )
 
-    async def get_prompt(self, name: str, arguments: dict[str, Any] | None) -> str:
-        """Render an offered prompt; ``GatewayError`` (``NOT_FOUND``, ``VALIDATION_ERROR``)."""
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None, *, client: str | None = None
+    ) -> str:
+        """Render an offered prompt for ``client`` (its ``clientInfo.name``); ``GatewayError``
+        (``NOT_FOUND``, ``VALIDATION_ERROR``)."""
         prompt = self.prompts.get(name) if isinstance(name, str) else None
         offered = {p.name for p in self.offered_prompts()}
         if prompt is None or prompt.name not in offered:
@@ -113,6 +116,7 @@ class Gateway:
             tools=frozenset(t.name for t in self.visible_tools()),
             read_only=self.config.read_only,
             sanitizer=self.sanitizer,
+            client=client,
         )
 
     async def start(self) -> None:

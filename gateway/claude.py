@@ -1,9 +1,11 @@
 """What a deployment looks like from Claude Code: its configuration, and its context cost.
 
-``claude_config`` builds what to paste: the ``.mcp.json`` document, the ``permissions`` block
-for ``.claude/settings.json`` (read tools allowed, mutation tools asked for) and the equivalent
-``claude mcp add`` line, with an absolute command so they work from any directory.
-``tool_sizes`` measures what every tool costs the model on every turn.
+``claude_config`` builds what to paste: the ``.mcp.json`` document (with the settings the
+loaded plugins read from the environment, secrets as ``${VAR}`` references), the project
+settings for ``.claude/settings.json`` (the server approved, read tools allowed, mutation tools
+asked for) and the equivalent ``claude mcp add`` line, with an absolute command so they work
+from any directory. ``tool_sizes`` measures what every tool costs the model on every turn.
+What Claude Code does with each part was observed with the real client: docs/claude-code.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import ENV_PREFIX
+from .deployment import plugin_env
 from .instructions import slash_command
 from .registry import (
     MAX_FULL_NAME,
@@ -37,14 +40,27 @@ if TYPE_CHECKING:
 #: not (the path becomes ``--config``; stdio needs no token).
 _NOT_COPIED = {f"{ENV_PREFIX}TOKEN", f"{ENV_PREFIX}CONFIG"}
 
+_HEADLESS = "claude -p and the Agent SDK"
 CONFIRM_MEANING = {
-    "destructive": "Claude Code asks before every call of a destructive mutation tool, even in "
-    "auto-accept or bypass-permissions mode",
-    "mutations": "Claude Code asks before every call of any mutation tool, even in auto-accept "
-    "or bypass-permissions mode",
-    "none": "no tool forces a prompt on every call; the permissions block's 'ask' rules decide "
-    "(bypass-permissions mode skips them)",
+    "none": "every mutation tool is an 'ask' rule: the terminal UI asks before each call in "
+    f"every permission mode (bypass included); {_HEADLESS} hand each call to their approver "
+    "(--permission-prompt-tool, canUseTool) and refuse it when there is none",
+    "destructive": 'as "none", but a destructive mutation tool may be approved only by a '
+    f"person in the terminal UI: {_HEADLESS} refuse it even with an approver",
+    "mutations": 'as "none", but every mutation tool may be approved only by a person in '
+    f"the terminal UI: {_HEADLESS} refuse them even with an approver",
 }
+
+#: What Claude Code needs before it uses the pasted parts, in three lines.
+NOTES = (
+    "Trust: until the project folder is trusted, Claude Code ignores this settings file, "
+    'headless too; the first `claude` there asks: choose "Yes, I trust this folder" (the '
+    'default is "No, exit").',
+    "Approval: enabledMcpjsonServers approves the .mcp.json server; until it is approved "
+    '`claude mcp list` says "Pending approval".',
+    'First start: if the terminal UI asks about the server, choose to use it; "continue '
+    'without" leaves its tools out until you enable it under /mcp.',
+)
 
 
 def console_command() -> list[str]:
@@ -84,8 +100,11 @@ class ClaudeConfig:
         return {"mcpServers": {self.name: entry}}
 
     def settings_json(self) -> dict[str, Any]:
-        """The ``permissions`` block of ``.claude/settings.json``."""
-        return {"permissions": {"allow": self.allow, "ask": self.ask}}
+        """The project's ``.claude/settings.json``: the server approved, and the permissions."""
+        return {
+            "enabledMcpjsonServers": [self.name],
+            "permissions": {"allow": self.allow, "ask": self.ask},
+        }
 
     def add_command(self) -> str:
         """The equivalent ``claude mcp add`` line (project scope writes ``.mcp.json``)."""
@@ -105,25 +124,30 @@ class ClaudeConfig:
                 "tools": self.confirmed,
             },
             "prompts": [{"command": c, "description": d} for c, d in self.prompts],
+            "notes": list(NOTES),
             "warnings": self.warnings,
         }
 
     def text(self) -> str:
         """Everything, each part ready to paste, for people."""
-        confirmed = ", ".join(self.confirmed) or "none of the listed tools"
+        person_only = (
+            f" Only a person may approve: {', '.join(self.confirmed)}." if self.confirmed else ""
+        )
         return "\n".join(
             [
                 "# .mcp.json (project root; merge into mcpServers if the file exists)",
                 json.dumps(self.mcp_json(), indent=2, ensure_ascii=False),
                 "",
-                "# .claude/settings.json: read tools allowed, mutation tools asked for",
+                "# .claude/settings.json: the server approved, read tools allowed, mutation "
+                "tools asked for",
                 json.dumps(self.settings_json(), indent=2, ensure_ascii=False),
+                *[f"# {note}" for note in NOTES],
                 "",
                 "# or, instead of editing .mcp.json:",
                 self.add_command(),
                 "",
                 f'# confirm_each_call = "{self.confirm_each_call}": '
-                f"{CONFIRM_MEANING[self.confirm_each_call]} ({confirmed}).",
+                f"{CONFIRM_MEANING[self.confirm_each_call]}.{person_only}",
                 "# Other values ([gateway] confirm_each_call, MCP_GATEWAY_CONFIRM_EACH_CALL):",
                 *[
                     f'#   "{k}": {v}.'
@@ -150,14 +174,16 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
         args = ["--config", str(Path(path).resolve()), *args]
     env = {
         k: v
-        for k, v in sorted(gateway.config.env.items())
+        for k, v in gateway.config.env.items()
         if k.startswith(ENV_PREFIX) and k not in _NOT_COPIED
     }
+    plugins = plugin_env(gateway)
+    env = dict(sorted({**env, **plugins.env}.items()))
     tools = gateway.visible_tools()
     allow = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.READ)
     ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
     confirmed = sorted(t.name for t in tools if gateway.policy.confirms_each_call(t))
-    warnings = []
+    warnings = list(plugins.warnings)
     too_long = sorted(t.name for t in tools if len(full_tool_name(safe, t.name)) > MAX_FULL_NAME)
     if too_long:
         longest = max(len(t.name) for t in tools)

@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     cc = sub.add_parser(
         "claude-config",
         parents=[common],
-        help="print the .mcp.json entry, the permissions block and the 'claude mcp add' line",
+        help="print the .mcp.json entry, the project settings and the 'claude mcp add' line",
     )
     cc.add_argument(
         "--name", default=None, help="server name in Claude Code (default: server_name, gateway)"
@@ -122,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     only.add_argument(
         "--settings",
         action="store_true",
-        help="only the permissions block for .claude/settings.json",
+        help="only .claude/settings.json: the server approved, the permissions",
     )
     only.add_argument("--add", action="store_true", help="only the 'claude mcp add' line")
     only.add_argument(

@@ -43,7 +43,7 @@ from .configfile import TomlLines, closest
 
 ENV_PREFIX = "MCP_GATEWAY_"
 ConfirmEachCall = Literal["destructive", "mutations", "none"]
-#: Which tools Claude Code must confirm on every call, even in auto or bypass modes.
+#: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -108,7 +108,7 @@ class GatewaySettings(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list, description="Host headers HTTP accepts")
     allowed_origins: list[str] = Field(default_factory=list, description="Origins HTTP accepts")
     confirm_each_call: ConfirmEachCall = Field(
-        "destructive", description="Which mutation tools Claude Code confirms on every call"
+        "none", description="Which mutation tools only a person in Claude Code's UI may approve"
     )
     debug: bool = Field(False, description="Full tracebacks in the stderr log")
     log_level: LogLevel = Field("INFO", description="Level of the stderr log")

@@ -1,5 +1,15 @@
-"""Deployment policy: which registered tools a client may see and call, and which calls the
-user must confirm one by one."""
+"""Deployment policy: which registered tools a client may see and call, and which calls only a
+person may approve.
+
+Mutations are confirmed through Claude Code's permission rules (``claude-config`` prints an
+``ask`` rule per mutation tool): the terminal UI asks before each call in every permission
+mode, and a headless run (``claude -p``, the Agent SDK) hands each call to its approver
+(``--permission-prompt-tool``, ``canUseTool``), refusing it when there is none. So by default
+(``confirm_each_call = "none"``) mutations can run headless when a program approves them.
+``"destructive"`` or ``"mutations"`` mark those tools ``anthropic/requiresUserInteraction``:
+Claude Code then accepts no approval but a person's click in its terminal UI, and every
+headless run refuses them (observed with Claude Code 2.1.331; docs/claude-code.md).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +19,8 @@ from typing import Any
 from .registry import RegisteredTool
 from .spec import Tier
 
-#: Claude Code prompts before every call of a tool carrying this ``_meta`` flag, even in
-#: auto-accept and bypass-permissions modes.
+#: Claude Code lets only a person in its terminal UI approve a call of a tool carrying this
+#: ``_meta`` flag: no allow rule, mode or permission-prompt tool can.
 REQUIRES_USER_INTERACTION = "anthropic/requiresUserInteraction"
 
 
@@ -18,7 +28,7 @@ REQUIRES_USER_INTERACTION = "anthropic/requiresUserInteraction"
 class Policy:
     read_only: bool = False
     deny_tools: frozenset[str] = frozenset()
-    confirm_each_call: str = "destructive"  # destructive | mutations | none
+    confirm_each_call: str = "none"  # none | destructive | mutations
 
     def hidden_reason(self, tool: RegisteredTool) -> str | None:
         """Why the tool is hidden, or ``None`` when it is visible and callable."""
@@ -32,7 +42,7 @@ class Policy:
         return self.hidden_reason(tool) is None
 
     def confirms_each_call(self, tool: RegisteredTool) -> bool:
-        """Must the client ask the user before every call of this tool?"""
+        """May only a person approve each call of this tool (never a headless approver)?"""
         if tool.tier is not Tier.MUTATION or self.confirm_each_call == "none":
             return False
         if self.confirm_each_call == "mutations":

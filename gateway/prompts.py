@@ -8,7 +8,12 @@ names only tools that exist: under ``read_only`` it proposes no mutation, withou
 plugin it reads workspace files instead of git history.
 
 Arguments arrive as strings (MCP sends prompt arguments as a string map); the model validates
-and converts them as it does tool input, before the render function runs. The rendered text is
+and converts them as it does tool input, before the render function runs. Claude Code splits a
+slash command's text on whitespace and hands each argument one word, dropping the words past
+the last argument, so no server can receive a free-text argument whole from it. The model
+sees the whole text anyway (in the same message, as ``<command-args>``), so for Claude Code a
+prompt's ``free_text`` argument is rendered as a pointer to those words instead of the one
+word that arrived (docs/claude-code.md). The rendered text is
 cleaned of secrets; a render function that raises gives a generic error, its detail goes to the
 log.
 """
@@ -41,7 +46,8 @@ class PromptSpec:
     ``prompts/list`` publishes (name, description, required) and the validator; its fields must
     accept strings (``int`` fields are converted, as MCP sends strings). ``render(args, ctx)``
     (may be async) returns the text of the user message. ``requires``: tools without which the
-    workflow makes no sense; the prompt is listed only when all of them are offered."""
+    workflow makes no sense; the prompt is listed only when all of them are offered.
+    ``free_text``: the argument holding free text (words and spaces), which must be the last."""
 
     name: str
     description: str
@@ -49,6 +55,11 @@ class PromptSpec:
     render: PromptRender
     title: str | None = None
     requires: tuple[str, ...] = ()
+    free_text: str | None = None
+
+
+#: Clients known to split a slash command's text into one word per prompt argument.
+WORD_SPLITTING_CLIENTS = frozenset({"claude-code"})
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,24 @@ def build_prompt(spec: object, plugin: PluginContext[Any]) -> RegisteredPrompt:
                 "required": field.is_required(),
             }
         )
+    if spec.free_text is not None and (not published or published[-1]["name"] != spec.free_text):
+        raise ValueError(f"{where}: free_text {spec.free_text!r} must name the last argument")
     return RegisteredPrompt(spec, plugin, published)
+
+
+def command_words(prompt: RegisteredPrompt, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a client that passed one word per argument, with the free-text one
+    pointing at the user's whole text (which such a client shows the model with the prompt)."""
+    name = prompt.spec.free_text
+    if name is None or not isinstance(arguments.get(name), str):
+        return arguments
+    position = len(prompt.arguments)
+    where = "after the command" if position == 1 else f"from word {position} on"
+    return {
+        **arguments,
+        name: f"the user's own words {where}, in full, as in <command-args> above (Claude "
+        "Code passes a prompt only their first word)",
+    }
 
 
 class PromptRegistry:
@@ -142,10 +170,15 @@ async def render_prompt(
     tools: frozenset[str],
     read_only: bool,
     sanitizer: Sanitizer,
+    client: str | None = None,
 ) -> str:
-    """Validate the arguments and render the prompt's text; ``GatewayError`` for bad input."""
+    """Validate the arguments and render the prompt's text; ``GatewayError`` for bad input.
+    ``client``: the client's name from its ``initialize`` (``clientInfo.name``), if known."""
+    arguments = dict(arguments or {})
+    if client in WORD_SPLITTING_CLIENTS:
+        arguments = command_words(prompt, arguments)
     try:
-        args = prompt.spec.arguments.model_validate(arguments or {})
+        args = prompt.spec.arguments.model_validate(arguments)
     except ValidationError as exc:
         from .pipeline import format_validation_error
 

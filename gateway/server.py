@@ -104,7 +104,9 @@ def build_server(gateway: Gateway) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams
     ) -> t.GetPromptResult:
         try:
-            text = await gateway.get_prompt(params.name, params.arguments)
+            info = getattr(ctx.session.client_params, "client_info", None)
+            client = getattr(info, "name", None)
+            text = await gateway.get_prompt(params.name, params.arguments, client=client)
         except GatewayError as err:
             # Prompts have no error result like tools: a protocol error the client shows.
             code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS

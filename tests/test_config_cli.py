@@ -146,6 +146,7 @@ def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path):
     assert entry["command"] == str(script) and script.is_file()
     assert entry["args"] == ["serve"]
     assert entry["env"] == {"MCP_GATEWAY_PLUGINS": "notes"}  # the deployment Claude Code starts
+    assert out["settings_json"]["enabledMcpjsonServers"] == ["jobs_gw"]
     permissions = out["settings_json"]["permissions"]
     assert permissions["allow"] == ["mcp__jobs_gw__gateway_status", "mcp__jobs_gw__notes_search"]
     assert permissions["ask"] == ["mcp__jobs_gw__notes_add", "mcp__jobs_gw__notes_delete"]
@@ -163,8 +164,9 @@ def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path):
         "serve",
     ]
     confirm = out["confirm_each_call"]
-    assert confirm["setting"] == "destructive" and confirm["tools"] == ["notes_delete"]
-    assert "even in auto-accept or bypass-permissions mode" in confirm["meaning"]
+    assert confirm["setting"] == "none" and confirm["tools"] == []
+    assert "--permission-prompt-tool" in confirm["meaning"]
+    assert [n.split(":")[0] for n in out["notes"]] == ["Trust", "Approval", "First start"]
     assert out["warnings"] == []
 
 
@@ -181,11 +183,13 @@ def test_claude_config_prints_each_part_alone_ready_to_paste(tmp_path):
     ]
     assert "tok-never-copied-123" not in json.dumps(mcp)
     settings = json.loads(_run(tmp_path, *args, "--settings", **env).stdout)
-    assert set(settings) == {"permissions"} and settings["permissions"]["ask"]
+    assert set(settings) == {"enabledMcpjsonServers", "permissions"}
+    assert settings["enabledMcpjsonServers"] == ["gateway"] and settings["permissions"]["ask"]
     add = _run(tmp_path, *args, "--add", **env).stdout.splitlines()
     assert len(add) == 1 and add[0].startswith("claude mcp add --scope project ")
     text = _run(tmp_path, *args, **env).stdout
-    assert '# confirm_each_call = "mutations"' in text and "notes_add, notes_delete" in text
+    assert '# confirm_each_call = "mutations"' in text
+    assert "Only a person may approve: notes_add, notes_delete." in text
     assert '#   "none":' in text and '#   "destructive":' in text
 
 

@@ -261,7 +261,7 @@ async def test_a_mutation_is_refused_when_its_audit_line_cannot_be_written(tmp_p
 @pytest.mark.parametrize(
     ("setting", "confirmed"),
     [
-        (None, {"notes_delete"}),  # default: destructive mutations
+        (None, set()),  # default: the client's ask rules decide; headless approvers work
         ("destructive", {"notes_delete"}),
         ("mutations", {"notes_delete", "notes_add"}),
         ("none", set()),
@@ -320,7 +320,9 @@ async def test_confirmation_keeps_the_tools_own_meta(tmp_path):
                 )
             )
 
-    gw = make_gateway(objects={"p": Plugin()}, entry_points=False, cwd=tmp_path)
+    gw = make_gateway(
+        objects={"p": Plugin()}, entry_points=False, cwd=tmp_path, confirm_each_call="destructive"
+    )
     async with gw, gateway_client(gw) as client:
         [wipe] = [t for t in (await client.list_tools()).tools if t.name == "wipe"]
     assert wipe.meta == {

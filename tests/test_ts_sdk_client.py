@@ -8,75 +8,32 @@ with npm into a cache folder outside the repository, reused between runs.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import gateway_env
 from fixture_plugins import ERRS
+from npm_cache import cache_dir, npm_install
 
 pytestmark = pytest.mark.e2e
 
-SDK_SPEC = "@modelcontextprotocol/sdk@1"
-REFRESH_SECONDS = 7 * 24 * 3600  # look for a newer 1.x once a week
+SDK_SPEC = "@modelcontextprotocol/sdk@1"  # the latest 1.x, looked for once a week
 DRIVER = Path(__file__).resolve().parent / "ts_client" / "call_tools.cjs"
 JOB_UUID = "3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e"
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcp-plugin-gateway-tests" / "ts-sdk-1"
-
-
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """Several checkouts may run the suite at once and share the cache: one installer at a time."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as fh:
-        if sys.platform != "win32":
-            import fcntl
-
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
 @pytest.fixture(scope="module")
 def ts_sdk() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip(
-            "node and npm are needed for the TypeScript SDK client test (not found on PATH)"
-        )
-    folder = _cache_dir()
-    installed = folder / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
-    stamp = folder / ".installed"
-    with _locked(folder):
-        fresh = stamp.exists() and time.time() - stamp.stat().st_mtime < REFRESH_SECONDS
-        if not (installed.exists() and fresh):
-            (folder / "package.json").write_text('{"private": true}\n')
-            proc = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", SDK_SPEC],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if proc.returncode == 0:
-                stamp.write_text(SDK_SPEC + "\n")
-            elif not installed.exists():
-                raise AssertionError(f"npm install {SDK_SPEC} failed:\n{proc.stderr[-2000:]}")
-            else:
-                # Offline: the copy from an earlier run is still the SDK under test.
-                sys.stderr.write(
-                    f"npm install failed; using the cached SDK: {proc.stderr[-300:]}\n"
-                )
+    folder = cache_dir("ts-sdk-1")
+    probe = folder / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+    why = npm_install(folder, SDK_SPEC, probe)
+    if why is not None:
+        pytest.skip(f"{why}: needed for the TypeScript SDK client test")
     return folder
 
 

@@ -160,5 +160,6 @@ PROMPTS = (
         arguments=CreateArgs,
         render=create_job_guided,
         requires=("list_experts", "get_expert"),
+        free_text="description",
     ),
 )

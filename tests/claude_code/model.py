@@ -1,0 +1,255 @@
+"""A stand-in for the Anthropic Messages API that plays the model for Claude Code.
+
+A real HTTP server on 127.0.0.1 (a thread). Claude Code 2.1 sends ``HEAD /`` as a
+connectivity check, then ``POST /v1/messages?beta=true`` with ``"stream": true`` for every
+turn of the main conversation. Each answer follows a per-test script: the n-th turn of a
+conversation (n = the assistant messages it already holds) plays the n-th step, a tool call
+or a text; past the script it says ``done``. Every request is recorded, so a test can read
+what Claude Code offered the model (tools and schemas, system prompt) and what it sent back
+(tool results, the rendered prompt of a slash command).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Call:
+    """A turn in which the model calls one tool."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Say:
+    """A turn in which the model answers with text and ends."""
+
+    text: str
+
+
+Step = Call | Say
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", [])) if isinstance(self.body, dict) else []
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tools", [])) if isinstance(self.body, dict) else []
+
+    def text(self) -> str:
+        """Every text the model reads in this request: system prompt and message blocks."""
+        system = self.body.get("system", "") if isinstance(self.body, dict) else ""
+        parts = [system] if isinstance(system, str) else [text_of(b) for b in system]
+        parts += [text_of(b) for m in self.messages for b in blocks(m)]
+        return "\n".join(parts)
+
+
+def blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def text_of(block: dict[str, Any]) -> str:
+    """The text of a text block, or of a tool_result (a string or a list of text blocks)."""
+    content = block.get("content", block.get("text", ""))
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+class StandInModel:
+    """``with StandInModel() as model: model.script = [Call(...), Say(...)]``; then point
+    ``ANTHROPIC_BASE_URL`` at ``model.url``."""
+
+    def __init__(self) -> None:
+        self.script: list[Step] = []
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> StandInModel:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def reset(self, script: list[Step]) -> None:
+        with self._lock:
+            self.script = list(script)
+            self.requests.clear()
+
+    # What Claude Code sent, for assertions.
+
+    def turns(self) -> list[Request]:
+        """The main conversation's requests (those that offer tools), in order."""
+        return [r for r in self.requests if r.path.startswith("/v1/messages") and r.tools]
+
+    def tool_results(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(tool name, tool_result block) for every result in the last turn's history."""
+        turns = self.turns()
+        if not turns:
+            return
+        names: dict[str, str] = {}
+        for message in turns[-1].messages:
+            for block in blocks(message):
+                if block.get("type") == "tool_use":
+                    names[block["id"]] = block["name"]
+                elif block.get("type") == "tool_result":
+                    yield names.get(block.get("tool_use_id", ""), "?"), block
+
+    def user_texts(self) -> list[str]:
+        """The text blocks of the first turn's user messages (where a slash command's
+        rendered prompt lands)."""
+        turns = self.turns()
+        if not turns:
+            return []
+        return [
+            b.get("text", "")
+            for m in turns[0].messages
+            if m.get("role") == "user"
+            for b in blocks(m)
+            if b.get("type") == "text"
+        ]
+
+    # The server.
+
+    def _step(self, body: dict[str, Any]) -> Step:
+        done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        with self._lock:
+            return self.script[done] if done < len(self.script) else Say("done")
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _record(self, body: Any) -> None:
+                with model._lock:
+                    model.requests.append(
+                        Request(self.command, self.path, dict(self.headers), body)
+                    )
+
+            def _json(self, status: int, payload: Any) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_HEAD(self) -> None:
+                self._record(None)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                self._record(None)
+                self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                self._record(body)
+                if not isinstance(body, dict):
+                    self._json(400, {"type": "error", "error": {"type": "invalid_request_error"}})
+                elif self.path.startswith("/v1/messages/count_tokens"):
+                    self._json(200, {"input_tokens": len(raw) // 4})
+                elif self.path.startswith("/v1/messages"):
+                    self._answer(body, model._step(body))
+                else:
+                    self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
+
+            def _answer(self, body: dict[str, Any], step: Step) -> None:
+                n = len(model.requests)
+                if isinstance(step, Call):
+                    block: dict[str, Any] = {
+                        "type": "tool_use",
+                        "id": f"toolu_{n:04d}",
+                        "name": step.tool,
+                        "input": {},
+                    }
+                    delta = {"type": "input_json_delta", "partial_json": json.dumps(step.arguments)}
+                    stop = "tool_use"
+                else:
+                    block = {"type": "text", "text": ""}
+                    delta = {"type": "text_delta", "text": step.text}
+                    stop = "end_turn"
+                message = {
+                    "id": f"msg_{n:04d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model", "stand-in"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                }
+                if not body.get("stream"):
+                    full = dict(block)
+                    if isinstance(step, Call):
+                        full["input"] = step.arguments
+                    else:
+                        full["text"] = step.text
+                    self._json(200, {**message, "content": [full], "stop_reason": stop})
+                    return
+                events = [
+                    ("message_start", {"message": message}),
+                    ("content_block_start", {"index": 0, "content_block": block}),
+                    ("content_block_delta", {"index": 0, "delta": delta}),
+                    ("content_block_stop", {"index": 0}),
+                    (
+                        "message_delta",
+                        {
+                            "delta": {"stop_reason": stop, "stop_sequence": None},
+                            "usage": {"output_tokens": 1},
+                        },
+                    ),
+                    ("message_stop", {}),
+                ]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for name, data in events:
+                    payload = json.dumps({"type": name, **data})
+                    self.wfile.write(f"event: {name}\ndata: {payload}\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
