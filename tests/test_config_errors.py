@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_API = """
 from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
-from gateway import hookimpl
-from gateway.rest import RestBackend, Route, rest_tool
+from gateway import Tier, hookimpl
+from gateway.rest import RestBackend, RestTool, Route
 
 API = RestBackend.define(
     "sharedapi", env_prefix="SHARED_API", settings_table="sharedapi", title="the shared API",
@@ -31,8 +31,8 @@ class In(BaseModel):
 
 @hookimpl
 def register_tools(register):
-    register(rest_tool(API, Route("GET", "/x", what="x"), name="shared_x",
-                       description="Read x.", input_model=In))
+    register(RestTool(name="shared_x", description="Read x.", input_model=In, tier=Tier.READ,
+                      backend=API, route=Route("GET", "/x", what="x")))
 """
 
 
