@@ -16,8 +16,9 @@ and are imported only when telemetry is switched on (``[telemetry] enabled`` or
 
 from __future__ import annotations
 
-from .core import OFF, CallTrace, RequestTrace, StatementTrace, Telemetry, current
+from .core import OFF, Telemetry, current
 from .middleware import instrument_server, parent_context, server_middleware
+from .scopes import CallTrace, RequestTrace, StatementTrace
 from .sdk import build_telemetry
 from .settings import TelemetryError, TelemetrySettings, header_secrets
 

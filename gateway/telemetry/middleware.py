@@ -24,7 +24,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
 from . import names as n
-from .core import _ACTIVE, CURRENT_OPERATION, Operation, Telemetry
+from .core import Telemetry
+from .scopes import _ACTIVE, CURRENT_OPERATION, Operation
 
 if TYPE_CHECKING:
     from mcp.server import Server
