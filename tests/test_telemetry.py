@@ -21,6 +21,7 @@ from telemetry_harness import trace_pipeline, traced_rest_client
 
 from gateway.app import Gateway
 from gateway.errors import Sanitizer
+from gateway.health import Breaker
 from gateway.server import build_server
 from gateway.telemetry import (
     OFF,
@@ -357,3 +358,26 @@ async def test_sqlite_statements_are_recorded_by_kind_and_table_never_by_text(tm
     assert delete.status.status_code is StatusCode.ERROR
     recorded = rec.everything()
     assert "WHERE" not in recorded and SECRET not in recorded
+
+
+async def test_every_breaker_state_change_is_reported_once(tmp_path):
+    now = [0.0]
+    rec = Recorder(Sanitizer())
+    breaker = Breaker("cockpit", 2, 30.0, clock=lambda: now[0])
+    breaker.on_change = rec.telemetry.breaker_changed
+    breaker.record_failure()
+    breaker.record_failure()  # opens
+    breaker.record_failure()  # stays open: no change to report
+    now[0] = 31.0
+    assert breaker.acquire()  # half-open: the probe goes through
+    breaker.record_success()  # closes
+    breaker.record_success()
+    changes = sorted(
+        (p["mcp_gateway.breaker.previous_state"], p["mcp_gateway.breaker.state"], count)
+        for p, count in rec.points("mcp_gateway.breaker.transitions")
+    )
+    assert changes == [
+        ("closed", "open", 1.0),
+        ("half_open", "closed", 1.0),
+        ("open", "half_open", 1.0),
+    ]
