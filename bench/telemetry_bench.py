@@ -9,7 +9,7 @@ not drowned by stdio), with the telemetry wired the way the wiring plan wires it
 (``tests/telemetry_harness.py``). Three configurations, alternated round by round:
 
 * **baseline**: the gateway as it is today (the SDK's own span middleware, no provider);
-* **off**: telemetry wired, switched off (``OFF``: the SDK's span removed, no-op helpers);
+* **off**: telemetry wired, switched off (``OFF``: the SDK's span removed, no-op telemetry calls);
 * **on**: telemetry on, exporting spans (batch) and metrics (every second) over OTLP/HTTP to a
   collector stand-in on 127.0.0.1 (``gateway.testing.otlp.OtlpCollector``).
 
@@ -37,7 +37,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-sys.path.insert(0, str(REPO / "tests"))  # the harness that wires the helpers from outside
+sys.path.insert(0, str(REPO / "tests"))  # the harness that wires the telemetry from outside
 
 from gateway_orchestrator.testing import FakeOrchestrator  # noqa: E402
 from gateway_orchestrator.testing import seed as ids  # noqa: E402

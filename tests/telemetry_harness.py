@@ -1,6 +1,6 @@
 """Telemetry wired into a real gateway from outside, as the wiring plan wires it inside.
 
-Until the pipeline, the REST client and the server call the helpers themselves, these wrappers
+Until the pipeline, the REST client and the server make the telemetry calls themselves, these wrappers
 call them the way those will: the pipeline opens ``tool_call`` around each call, describes
 the tool, the breaker and any refusal, and finishes with its error code; the REST client opens
 ``backend_request`` around each request with the path template; ``build_server`` puts the

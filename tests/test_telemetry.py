@@ -1,4 +1,4 @@
-"""Telemetry helpers driven the way the pipeline, the REST client, the health monitor and the
+"""The telemetry calls made the way the pipeline, the REST client, the health monitor and the
 server drive them, against a real gateway and the fake orchestrator (a real HTTP server),
 recorded by the SDK's in-memory exporter and reader."""
 
