@@ -381,3 +381,18 @@ async def test_every_breaker_state_change_is_reported_once(tmp_path):
         ("half_open", "closed", 1.0),
         ("open", "half_open", 1.0),
     ]
+
+
+async def test_a_request_without_a_route_template_is_named_by_its_method_alone():
+    rec = Recorder(Sanitizer())
+    with rec.telemetry.backend_request("gitea", "get", None, url="https://git.example") as req:
+        req.status(404)
+    span = rec.span("GET")
+    assert dict(span.attributes or {}) == {
+        "http.request.method": "GET",
+        "mcp_gateway.backend": "gitea",
+        "server.address": "git.example",
+        "server.port": 443,
+        "http.response.status_code": 404,
+        "error.type": "404",
+    }

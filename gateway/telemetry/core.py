@@ -119,11 +119,19 @@ class Telemetry:
     # --- backends --------------------------------------------------------------------------
 
     def backend_request(
-        self, backend: str, method: str, route: str, *, url: str | None = None, attempt: int = 0
+        self,
+        backend: str,
+        method: str,
+        route: str | None,
+        *,
+        url: str | None = None,
+        attempt: int = 0,
     ) -> RequestTrace:
         """Around one HTTP request to a backend. ``route`` is the path *template*
-        (``/api/jobs/{job_id}``); ``url`` the backend's base URL, of which only host and port
-        are kept. Query values and bodies are never recorded."""
+        (``/api/jobs/{job_id}``), or ``None`` when there is none: never the filled path, whose
+        values (ids, names) would make every request a series of its own. ``url`` is the
+        backend's base URL, of which only host and port are kept. Query values and bodies are
+        never recorded."""
         if not self.enabled:
             return _NO_REQUEST
         return _BackendRequest(self, backend, method, route, url, attempt)

@@ -265,18 +265,15 @@ class _BackendRequest(RequestTrace):
         telemetry: Telemetry,
         backend: str,
         method: str,
-        route: str,
+        route: str | None,
         url: str | None,
         attempt: int,
     ) -> None:
         clean = telemetry.clean
         verb = method.upper() if method.upper() in n.HTTP_METHODS else n.OTHER
-        template = clean.name(route)
-        attrs: dict[str, Any] = {
-            n.HTTP_METHOD: verb,
-            n.URL_TEMPLATE: template,
-            n.BACKEND: clean.name(backend),
-        }
+        attrs: dict[str, Any] = {n.HTTP_METHOD: verb, n.BACKEND: clean.name(backend)}
+        if route is not None:
+            attrs[n.URL_TEMPLATE] = clean.name(route)
         if url:
             parts = urlsplit(url)  # host and port only: no userinfo, path or query
             if parts.hostname:
@@ -287,7 +284,7 @@ class _BackendRequest(RequestTrace):
         self._attrs = attrs
         span_attrs = {**attrs, n.HTTP_RESEND: attempt} if attempt else attrs
         self._span_cm = telemetry.tracer.start_as_current_span(
-            f"{verb} {template}",
+            f"{verb} {attrs[n.URL_TEMPLATE]}" if route is not None else verb,
             kind=SpanKind.CLIENT,
             attributes=span_attrs,
             record_exception=False,
