@@ -40,10 +40,17 @@ class Breaker:
     consecutive_failures: int = 0
     opened_at: float = 0.0
     probe_in_flight: bool = False
+    #: Told ``(backend, previous, new)`` on every state change (telemetry counts them).
+    on_change: Callable[[str, str, str], None] | None = None
+
+    def _move(self, state: BreakerState) -> None:
+        previous, self.state = self.state, state
+        if previous is not state and self.on_change is not None:
+            self.on_change(self.backend, previous.value, state.value)
 
     def current_state(self) -> BreakerState:
         if self.state is BreakerState.OPEN and self.clock() - self.opened_at >= self.reset_seconds:
-            self.state = BreakerState.HALF_OPEN
+            self._move(BreakerState.HALF_OPEN)
             self.probe_in_flight = False
         return self.state
 
@@ -61,7 +68,7 @@ class Breaker:
         return False
 
     def record_success(self) -> None:
-        self.state = BreakerState.CLOSED
+        self._move(BreakerState.CLOSED)
         self.consecutive_failures = 0
         self.probe_in_flight = False
 
@@ -72,8 +79,8 @@ class Breaker:
             self.state is BreakerState.HALF_OPEN
             or self.consecutive_failures >= self.failures_to_open
         ):
-            self.state = BreakerState.OPEN
             self.opened_at = self.clock()
+            self._move(BreakerState.OPEN)
 
     def release(self) -> None:
         """A call that neither proved nor disproved the backend (e.g. bad input)."""
@@ -129,8 +136,10 @@ class HealthMonitor:
         breaker_failures: int = 3,
         breaker_reset_seconds: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        on_breaker_change: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self._sanitize = sanitizer
+        self.on_breaker_change = on_breaker_change
         self.default_timeout = default_timeout
         self.cache_seconds = cache_seconds
         self.breaker_failures = breaker_failures
@@ -197,6 +206,7 @@ class HealthMonitor:
         b = self._breakers.get(backend)
         if b is None:
             b = Breaker(backend, self.breaker_failures, self.breaker_reset_seconds, self.clock)
+            b.on_change = self.on_breaker_change
             self._breakers[backend] = b
         return b
 

@@ -1,0 +1,39 @@
+"""OpenTelemetry traces and metrics of the gateway, by the MCP semantic conventions.
+
+Optional: the SDK and the OTLP exporter come with ``pip install 'mcp-plugin-gateway[otel]'``
+and are imported only when telemetry is switched on (``[telemetry] enabled`` or
+``MCP_GATEWAY_TELEMETRY=1``). Off, :data:`OFF` stands in and every call into it is a no-op.
+
+- :class:`TelemetrySettings`: the ``[telemetry]`` table with the ``OTEL_*`` variables on top.
+- :func:`build_telemetry`: the :class:`Telemetry` those settings ask for.
+- :func:`instrument_server`: one server span per MCP request, continuing the client's
+  ``traceparent`` from ``params._meta``.
+- :meth:`Telemetry.tool_call`, :meth:`~Telemetry.backend_request`,
+  :meth:`~Telemetry.db_statement`, :meth:`~Telemetry.breaker_changed`: what the pipeline,
+  the REST client, the health monitor and plugins record; :func:`current` finds the
+  telemetry of the running call for code without a reference of its own.
+"""
+
+from __future__ import annotations
+
+from .core import OFF, Telemetry, current
+from .middleware import instrument_server, parent_context, server_middleware
+from .scopes import CallTrace, RequestTrace, StatementTrace
+from .sdk import build_telemetry
+from .settings import TelemetryError, TelemetrySettings, header_secrets
+
+__all__ = [
+    "OFF",
+    "CallTrace",
+    "RequestTrace",
+    "StatementTrace",
+    "Telemetry",
+    "TelemetryError",
+    "TelemetrySettings",
+    "build_telemetry",
+    "current",
+    "header_secrets",
+    "instrument_server",
+    "parent_context",
+    "server_middleware",
+]

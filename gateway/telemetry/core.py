@@ -1,0 +1,174 @@
+"""The telemetry the call pipeline, the REST client, the health monitor and plugins record
+into.
+
+:data:`OFF` is what a gateway without telemetry holds: every method returns a shared object
+whose methods do nothing, so the pipeline calls the same code either way and pays a method
+call. Only :func:`gateway.telemetry.sdk.build_telemetry` imports the OpenTelemetry SDK; this
+module uses the API, which the ``mcp`` SDK imports anyway.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from opentelemetry import trace
+
+from . import names as n
+from .scopes import (
+    _ACTIVE,
+    _NO_CALL,
+    _NO_REQUEST,
+    _NO_STATEMENT,
+    CallTrace,
+    Clean,
+    Operation,
+    RequestTrace,
+    StatementTrace,
+    _BackendRequest,
+    _Statement,
+    _ToolCall,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Meter
+    from opentelemetry.trace import Tracer
+
+    from ..errors import Sanitizer
+
+
+def current() -> Telemetry:
+    """The telemetry of the call running in this task, or :data:`OFF` outside calls. For code
+    that has no reference of its own, such as a plugin's database layer."""
+    return _ACTIVE.get() or OFF
+
+
+class Telemetry:
+    """The gateway's tracer, meter and instruments; see :data:`OFF`.
+
+    Built by :func:`gateway.telemetry.sdk.build_telemetry`; tests pass their own
+    in-memory exporter and reader there.
+    """
+
+    def __init__(
+        self,
+        tracer: Tracer | None = None,
+        meter: Meter | None = None,
+        sanitizer: Sanitizer | None = None,
+        *,
+        shutdown: Callable[[], None] | None = None,
+        flush: Callable[[], None] | None = None,
+    ) -> None:
+        self.enabled = (tracer is not None or meter is not None) and sanitizer is not None
+        self.tracer: Tracer = tracer or trace.NoOpTracer()
+        self._shutdown = shutdown
+        self._flush = flush
+        if not self.enabled:
+            return
+        assert sanitizer is not None
+        self.clean = Clean(sanitizer)
+        if meter is None:
+            from opentelemetry.metrics import NoOpMeter
+
+            meter = NoOpMeter("mcp-gateway")
+        self.operation_duration = meter.create_histogram(
+            n.OPERATION_DURATION,
+            unit="s",
+            description="MCP request duration as observed on the gateway, from receiving the "
+            "request to sending the result",
+            explicit_bucket_boundaries_advisory=n.OPERATION_BUCKETS,
+        )
+        self.backend_duration = meter.create_histogram(
+            n.BACKEND_DURATION,
+            unit="s",
+            description="Duration of the gateway's HTTP requests to its backends",
+            explicit_bucket_boundaries_advisory=n.HTTP_BUCKETS,
+        )
+        self.breaker_transitions = meter.create_counter(
+            n.BREAKER_TRANSITIONS,
+            unit="{transition}",
+            description="Circuit breaker state changes, by backend and new state",
+        )
+        self.calls_refused = meter.create_counter(
+            n.CALLS_REFUSED,
+            unit="{call}",
+            description="Tool calls the deployment policy refused, by reason",
+        )
+
+    # --- tool calls ------------------------------------------------------------------------
+
+    def tool_call(self, name: str) -> CallTrace:
+        """Around one pipeline call. Inside the server middleware's ``tools/call`` span it adds
+        to that span; otherwise (``mcp-gateway call``, ``Gateway.call``) it opens its own."""
+        if not self.enabled:
+            return _NO_CALL
+        return _ToolCall(self, name)
+
+    def record_operation(self, op: Operation, transport: str | None = None) -> None:
+        attrs: dict[str, str] = {n.MCP_METHOD: op.method, **op.metric}
+        if op.tool is not None:
+            attrs[n.GEN_AI_TOOL] = op.tool
+            attrs[n.GEN_AI_OPERATION] = "execute_tool"
+        if op.error_type is not None:
+            attrs[n.ERROR_TYPE] = op.error_type
+        if transport is not None:
+            attrs[n.NETWORK_TRANSPORT] = transport
+        self.operation_duration.record(time.perf_counter() - op.started, attrs)
+
+    # --- backends --------------------------------------------------------------------------
+
+    def backend_request(
+        self,
+        backend: str,
+        method: str,
+        route: str | None,
+        *,
+        url: str | None = None,
+        attempt: int = 0,
+    ) -> RequestTrace:
+        """Around one HTTP request to a backend. ``route`` is the path *template*
+        (``/api/jobs/{job_id}``), or ``None`` when there is none: never the filled path, whose
+        values (ids, names) would make every request a series of its own. ``url`` is the
+        backend's base URL, of which only host and port are kept. Query values and bodies are
+        never recorded."""
+        if not self.enabled:
+            return _NO_REQUEST
+        return _BackendRequest(self, backend, method, route, url, attempt)
+
+    def db_statement(self, sql: str, *, system: str = "sqlite") -> StatementTrace:
+        """Around one SQL statement: its kind and table name are recorded, never its text."""
+        if not self.enabled:
+            return _NO_STATEMENT
+        return _Statement(self, sql, system)
+
+    def breaker_changed(self, backend: str, previous: str, state: str) -> None:
+        """A circuit breaker moved from ``previous`` to ``state``."""
+        if not self.enabled:
+            return
+        name = self.clean.name(backend)
+        self.breaker_transitions.add(
+            1, {n.BACKEND: name, n.BREAKER_STATE: state, n.BREAKER_PREVIOUS: previous}
+        )
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.add_event(
+                "mcp_gateway.breaker.transition",
+                {n.BACKEND: name, n.BREAKER_STATE: state, n.BREAKER_PREVIOUS: previous},
+            )
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        if self._flush is not None:
+            self._flush()
+
+    def shutdown(self) -> None:
+        """Export what is pending and stop the exporters (at gateway stop; idempotent)."""
+        stop, self._shutdown = self._shutdown, None
+        if stop is not None:
+            stop()
+
+
+#: A gateway without telemetry.
+OFF = Telemetry()
