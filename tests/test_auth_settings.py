@@ -12,6 +12,7 @@ from gateway.auth import (
     Identity,
     ScopePolicy,
     calling_as,
+    challenge,
     current_caller,
     load_auth_config,
     local_identity,
@@ -215,6 +216,19 @@ def test_what_the_audit_and_status_show_of_a_caller():
 
 
 # -- the pieces ----------------------------------------------------------------------------
+
+
+def test_challenge_quotes_its_values():
+    assert challenge("https://gw/.well-known/oauth-protected-resource/mcp") == (
+        'Bearer resource_metadata="https://gw/.well-known/oauth-protected-resource/mcp"'
+    )
+    header = challenge(
+        "https://m", error="invalid_token", description='say "no" \\ \r\n', scope="a b"
+    )
+    assert header == (
+        'Bearer error="invalid_token", error_description="say \\"no\\" \\\\ ", scope="a b", '
+        'resource_metadata="https://m"'
+    )
 
 
 def test_audiences_compare_as_urls():

@@ -2,11 +2,12 @@
 
 ``settings`` (the ``[auth]`` table), ``verifier`` (JWTs against the issuer's keys, opaque
 tokens by RFC 7662 introspection), ``scopes`` (tiers as scopes), ``identity`` (who is calling,
-for the pipeline and the audit).
+for the pipeline and the audit) and ``asgi`` (RFC 9728 metadata, the 401/403 challenges).
 """
 
 from __future__ import annotations
 
+from .asgi import OAuthGuard, ResourceMetadata, challenge
 from .claims import TokenRejected
 from .fetch import IssuerUnavailable
 from .identity import CURRENT_CALLER, Identity, calling_as, current_caller, local_identity
@@ -20,10 +21,13 @@ __all__ = [
     "AuthConfigError",
     "Identity",
     "IssuerUnavailable",
+    "OAuthGuard",
     "OAuthVerifier",
+    "ResourceMetadata",
     "ScopePolicy",
     "TokenRejected",
     "calling_as",
+    "challenge",
     "current_caller",
     "load_auth_config",
     "local_identity",
