@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -19,6 +20,7 @@ class TokenRejected(Exception):
         self.description = description
 
 
+@functools.lru_cache(maxsize=1024)  # a deployment sees a handful of audiences, on every call
 def normalize_resource(value: str) -> str:
     """A resource URL as RFC 3986 compares them (case of scheme and host, default port, a
     trailing slash aside); anything that is not an http(s) URL stays as it is."""

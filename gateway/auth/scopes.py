@@ -9,6 +9,7 @@ read and change things carries both (the tiers do not imply each other).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -59,4 +60,8 @@ class ScopePolicy:
         """Does the caller hold any scope that unlocks a tool (else the transport says 403)?"""
         if identity.scopes is None:
             return True
-        return not identity.scopes.isdisjoint(self.supported())
+        return not identity.scopes.isdisjoint(self._unlocking)
+
+    @functools.cached_property
+    def _unlocking(self) -> frozenset[str]:  # asked on every request
+        return frozenset(self.supported())

@@ -8,7 +8,10 @@ into an error.
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
+import re
 from typing import Any
 
 import httpx
@@ -39,6 +42,25 @@ _REQUIRED_CLAIMS = ["exp", "iss", "aud"]
 
 _MALFORMED = "the token is malformed"
 _BAD_ALG = "the token's signing algorithm is not accepted"
+
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _jose_header(token: str) -> dict[str, Any] | None:
+    """The header of a compact JWS, or ``None`` when the token is not one (opaque).
+
+    Only what the key lookup needs; ``jwt.decode`` checks the whole token again afterwards.
+    Not ``jwt.get_unverified_header``: it decodes all three segments character by character
+    in Python, which doubled the cost of every call."""
+    head, dot, rest = token.partition(".")
+    if not dot or rest.count(".") != 1 or not _SEGMENT.fullmatch(head) or len(head) % 4 == 1:
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class OAuthVerifier:
@@ -86,12 +108,11 @@ class OAuthVerifier:
     async def _authenticate(self, token: str) -> Identity:
         if not token or len(token) > MAX_TOKEN_CHARS or not token.isascii():
             raise TokenRejected(_MALFORMED)
-        try:
-            header = jwt.get_unverified_header(token)
-        except InvalidTokenError:
+        header = _jose_header(token)
+        if header is None:
             if self.introspector is not None:
                 return await self.introspector.identity(token)
-            raise TokenRejected(_MALFORMED) from None
+            raise TokenRejected(_MALFORMED)
         alg = header.get("alg")
         # Decided before any key is looked up: "none" has no signature, and HS* would treat
         # the issuer's public key as a shared secret anyone can read.
