@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import getpass
+import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,7 @@ from gateway.config import ConfigError
 from gateway.spec import Tier
 
 ISSUER = "https://idp.example/realms/team"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_no_issuer_means_no_oauth():
@@ -132,6 +135,20 @@ def test_the_documented_toml_example_loads():
     table = tomllib.loads(text)["auth"]
     config = load_auth_config(table, {"MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET": "x"})
     assert config is not None and config.tool_scopes == {"delete_job": "orchestrator:admin"}
+
+
+def test_docs_auth_md_shows_every_setting_and_variable_and_its_example_loads():
+    from gateway.auth.settings import _ENV, ENV_PREFIX, AuthConfig, IntrospectionConfig
+
+    doc = (REPO / "docs" / "auth.md").read_text()
+    text = doc.split("```toml", 1)[1].split("```", 1)[0]
+    table = tomllib.loads(text)["auth"]
+    config = load_auth_config(table, {"MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET": "x"})
+    assert config is not None and config.resource == "https://gateway.example.com/mcp"
+    for name in [*AuthConfig.model_fields, *IntrospectionConfig.model_fields]:
+        assert name in text, name
+    documented = set(re.findall(r"MCP_GATEWAY_AUTH_[A-Z_]+[A-Z]", doc))
+    assert documented == {ENV_PREFIX + suffix for suffix in _ENV.values()}
 
 
 def test_the_resource_is_the_bound_loopback_address_unless_set():
