@@ -199,6 +199,41 @@ def hs256_with_public_key(claims: dict[str, Any], key: SigningKey) -> str:
     return f"{signing_input.decode()}.{b64(signature)}"
 
 
+def _now() -> int:
+    return int(time.time())
+
+
+#: The bad tokens of issue 25, each with the ``error_description`` its refusal carries.
+BAD_TOKENS: dict[str, tuple[Callable[[FakeIssuer], str], str]] = {
+    "garbage": (lambda i: "garbage", "the token is malformed"),
+    "expired": (
+        lambda i: i.sign(exp=_now() - 120, iat=_now() - 600),
+        "the token has expired",
+    ),
+    "not yet valid": (lambda i: i.sign(nbf=_now() + 120), "the token is not valid yet"),
+    "wrong issuer": (
+        lambda i: i.sign(iss="https://evil.example"),
+        "the token was issued by another issuer",
+    ),
+    "wrong audience": (
+        lambda i: i.sign(aud="https://other.example/mcp"),
+        "the token was issued for another resource (audience)",
+    ),
+    "alg none": (
+        lambda i: unsigned_token(i.claims(scope="gateway:mutate"), {"kid": i.rsa.kid}),
+        "the token's signing algorithm is not accepted",
+    ),
+    "HS256 keyed with the public key": (
+        lambda i: hs256_with_public_key(i.claims(scope="gateway:mutate"), i.rsa),
+        "the token's signing algorithm is not accepted",
+    ),
+    "unknown kid": (
+        lambda i: i.sign(SigningKey("never-published", "RS256", i.rsa.private)),
+        "the token is signed with a key the issuer does not publish",
+    ),
+}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

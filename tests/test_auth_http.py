@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,13 +35,7 @@ from gateway.auth import (
 )
 from gateway.spec import Tier
 from gateway.testing.backends import FaultMode
-from tests.auth_issuer import (
-    FakeIssuer,
-    SigningKey,
-    hs256_with_public_key,
-    serve_asgi,
-    unsigned_token,
-)
+from tests.auth_issuer import BAD_TOKENS, FakeIssuer, SigningKey, serve_asgi
 
 MCP_HEADERS = {
     "Content-Type": "application/json",
@@ -158,10 +151,6 @@ def _rpc(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
 
 
-def _now() -> int:
-    return int(time.time())
-
-
 def _challenge(served: Served, error: str | None = None, why: str | None = None) -> str:
     parts = []
     if error:
@@ -171,32 +160,7 @@ def _challenge(served: Served, error: str | None = None, why: str | None = None)
 
 
 # name -> (token builder or None for no Authorization header, error_description or None)
-UNAUTHORIZED: dict[str, tuple[Any, str | None]] = {
-    "no token": (None, None),
-    "garbage": (lambda i: "garbage", "the token is malformed"),
-    "expired": (lambda i: i.sign(exp=_now() - 120, iat=_now() - 600), "the token has expired"),
-    "not yet valid": (lambda i: i.sign(nbf=_now() + 120), "the token is not valid yet"),
-    "wrong issuer": (
-        lambda i: i.sign(iss="https://evil.example"),
-        "the token was issued by another issuer",
-    ),
-    "wrong audience": (
-        lambda i: i.sign(aud="https://other.example/mcp"),
-        "the token was issued for another resource (audience)",
-    ),
-    "alg none": (
-        lambda i: unsigned_token(i.claims(scope="gateway:mutate"), {"kid": i.rsa.kid}),
-        "the token's signing algorithm is not accepted",
-    ),
-    "HS256 with the public key": (
-        lambda i: hs256_with_public_key(i.claims(scope="gateway:mutate"), i.rsa),
-        "the token's signing algorithm is not accepted",
-    ),
-    "unknown kid": (
-        lambda i: i.sign(SigningKey("not-published", "RS256", i.rsa.private)),
-        "the token is signed with a key the issuer does not publish",
-    ),
-}
+UNAUTHORIZED: dict[str, tuple[Any, str | None]] = {"no token": (None, None), **BAD_TOKENS}
 
 
 @pytest.mark.parametrize("case", list(UNAUTHORIZED))

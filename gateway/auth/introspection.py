@@ -47,7 +47,6 @@ class Introspector:
             quote(settings.client_secret.get_secret_value(), safe=""),
         )
         self._cache: OrderedDict[bytes, _Entry] = OrderedDict()
-        self.requests = 0
 
     async def _endpoint(self) -> str:
         endpoint = self.settings.endpoint or await self._discovered()
@@ -77,7 +76,6 @@ class Introspector:
 
     async def _ask(self, token: str) -> Identity | TokenRejected:
         endpoint = await self._endpoint()
-        self.requests += 1
         try:
             answer = await fetch_json(
                 self.http,

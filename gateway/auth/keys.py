@@ -82,7 +82,6 @@ class KeySet:
         self._generation = 0
         self._attempted_at = -float("inf")  # last fetch, successful or not
         self._expires_at = -float("inf")
-        self.fetches = 0
 
     async def metadata(self) -> dict[str, Any]:
         """The issuer's authorization-server metadata (cached once found)."""
@@ -180,7 +179,6 @@ class KeySet:
 
     async def _fetch(self) -> list[_Key]:
         url = await self._jwks_url()
-        self.fetches += 1
         doc = await fetch_json(self.http, "GET", url, "the issuer's JWKS")
         entries = doc.get("keys")
         if not isinstance(entries, list):
