@@ -204,6 +204,17 @@ async def test_a_token_without_kid_uses_the_one_key_for_its_algorithm(issuer, ma
         await ambiguous.authenticate(token)
 
 
+async def test_keys_sharing_a_kid_are_told_apart_by_algorithm(issuer, make_verifier):
+    rsa_key, ec_key = (
+        SigningKey("k1", "RS256", issuer.rsa.private),
+        SigningKey("k1", "ES256", issuer.ec.private),
+    )
+    issuer.published = [rsa_key, ec_key]
+    verifier = make_verifier(issuer.issuer)
+    assert (await verifier.authenticate(issuer.sign(ec_key))).subject == "alice"
+    assert (await verifier.authenticate(issuer.sign(rsa_key))).subject == "alice"
+
+
 async def test_keys_published_without_alg_verify_only_their_own_family(issuer, make_verifier):
     bare = SigningKey("bare-rsa", "PS256", issuer.rsa.private, publish_alg=False)
     issuer.published = [bare]

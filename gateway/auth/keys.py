@@ -139,13 +139,13 @@ class KeySet:
         return kid is not None and any(k.kid == kid for k in self._keys or [])
 
     def _find(self, kid: str | None, alg: str) -> PyJWK | None:
+        usable = [k for k in self._keys or [] if alg in k.algorithms]
         if kid is None:
             # Without a kid the key is only unambiguous when one key can verify this alg.
-            usable = [k for k in self._keys or [] if alg in k.algorithms]
             match = usable[0] if len(usable) == 1 else None
-        else:
-            match = next((k for k in self._keys or [] if k.kid == kid), None)
-        if match is None or alg not in match.algorithms:
+        else:  # some providers give an RSA and an EC key the same kid
+            match = next((k for k in usable if k.kid == kid), None)
+        if match is None:
             return None
         prepared = self._prepared.get((match.kid, alg))
         if prepared is None:
