@@ -78,7 +78,7 @@ class KeySet:
         self._lock = anyio.Lock()
         self._metadata: dict[str, Any] | None = None
         self._keys: list[_Key] | None = None
-        self._prepared: dict[tuple[str | None, str], PyJWK] = {}
+        self._prepared: dict[tuple[str | None, str], PyJWK] = {}  # by the token's kid and alg
         self._generation = 0
         self._attempted_at = -float("inf")  # last fetch, successful or not
         self._expires_at = -float("inf")
@@ -139,6 +139,9 @@ class KeySet:
         return kid is not None and any(k.kid == kid for k in self._keys or [])
 
     def _find(self, kid: str | None, alg: str) -> PyJWK | None:
+        prepared = self._prepared.get((kid, alg))
+        if prepared is not None:  # the common case: a key already used, on every call
+            return prepared
         usable = [k for k in self._keys or [] if alg in k.algorithms]
         if kid is None:
             # Without a kid the key is only unambiguous when one key can verify this alg.
@@ -147,10 +150,8 @@ class KeySet:
             match = next((k for k in usable if k.kid == kid), None)
         if match is None:
             return None
-        prepared = self._prepared.get((match.kid, alg))
-        if prepared is None:
-            prepared = PyJWK(match.jwk, algorithm=alg)
-            self._prepared[(match.kid, alg)] = prepared
+        prepared = PyJWK(match.jwk, algorithm=alg)
+        self._prepared[(kid, alg)] = prepared
         return prepared
 
     async def _refresh(self, seen_generation: int, *, keep_stale: bool) -> None:
