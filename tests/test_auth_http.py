@@ -257,14 +257,14 @@ def test_open_paths_need_no_token(served):
     assert httpx.get(f"{served.url}/healthz", timeout=10).json() == {"status": "ok"}
 
 
-async def _session(served: Served, token: str) -> Any:
+async def _client(served: Served, token: str) -> Any:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
     return Client(streamable_http_client(served.resource, http_client=http), mode="legacy")
 
 
 @pytest.mark.anyio
 async def test_a_read_token_lists_no_mutation_and_is_refused_one_naming_the_scope(served, idp):
-    async with await _session(served, idp.sign(scope="gateway:read")) as client:
+    async with await _client(served, idp.sign(scope="gateway:read")) as client:
         listed = await client.list_tools()
         assert sorted(tool.name for tool in listed.tools) == ["read_notes", "whoami"]
         refused = await client.call_tool("add_note", {})
@@ -285,7 +285,7 @@ async def test_a_read_token_lists_no_mutation_and_is_refused_one_naming_the_scop
 @pytest.mark.anyio
 async def test_a_mutate_token_calls_the_mutation_as_its_subject(served, idp):
     token = idp.sign(idp.ec, sub="bob", scope="gateway:read gateway:mutate")
-    async with await _session(served, token) as client:
+    async with await _client(served, token) as client:
         listed = await client.list_tools()
         assert sorted(tool.name for tool in listed.tools) == ["add_note", "read_notes", "whoami"]
         done = await client.call_tool("add_note", {})
