@@ -77,9 +77,7 @@ class OAuthVerifier:
         self.resource = resource
         self.audiences = config.audiences(resource)
         self._own_http = http is None
-        self.http = http or httpx.AsyncClient(
-            timeout=config.http_timeout, follow_redirects=False, trust_env=False
-        )
+        self.http = http or httpx.AsyncClient(timeout=config.http_timeout, follow_redirects=False)
         self.keys = KeySet(config, self.http)
         self.introspector = (
             Introspector(config, config.introspection, self.audiences, self.http, self._endpoint)
