@@ -1,0 +1,311 @@
+"""The ``[auth]`` table: the gateway as an OAuth 2.1 resource server (MCP authorization spec).
+
+```toml
+[auth]
+issuer = "https://idp.example/realms/team"    # MCP_GATEWAY_AUTH_ISSUER
+resource = "https://gw.example/mcp"           # MCP_GATEWAY_AUTH_RESOURCE: the public /mcp URL
+# audience = ["https://gw.example/mcp"]       # MCP_GATEWAY_AUTH_AUDIENCE; default: resource
+# jwks_url = "https://idp.example/…/certs"    # else found through the issuer's metadata
+scopes = { read = "gateway:read", mutate = "gateway:mutate" }
+
+[auth.plugin_scopes.orchestrator]             # per plugin, either or both tiers
+mutate = "orchestrator:operate"
+
+[auth.tool_scopes]                            # per tool, wins over everything else
+delete_job = "orchestrator:admin"
+
+[auth.introspection]                          # RFC 7662, for opaque (non-JWT) tokens
+client_id = "mcp-gateway"
+client_secret = { "$env" = "MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET" }
+```
+
+Standalone on purpose: :func:`load_auth_config` takes the raw table and the environment, so
+the core config can embed it without this module knowing its shape.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from ..config import ConfigError, resolve_env_refs
+
+ENV_PREFIX = "MCP_GATEWAY_AUTH_"
+
+#: Signature algorithms a public key can verify. HS* (shared secrets) and ``none`` are never
+#: accepted: with them, anyone who can read the issuer's public key could mint tokens.
+ASYMMETRIC_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+
+#: RFC 6749 §3.3 scope-token: printable ASCII without space, ``"`` and ``\\``, so a scope is
+#: safe inside a ``WWW-Authenticate`` quoted string as it is.
+_SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,128}$")
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# The environment variable of each setting; nested ones as "table.key".
+_ENV: dict[str, str] = {
+    "issuer": "ISSUER",
+    "audience": "AUDIENCE",
+    "resource": "RESOURCE",
+    "jwks_url": "JWKS_URL",
+    "scopes.read": "READ_SCOPE",
+    "scopes.mutate": "MUTATE_SCOPE",
+    "introspection.endpoint": "INTROSPECTION_ENDPOINT",
+    "introspection.client_id": "INTROSPECTION_CLIENT_ID",
+    "introspection.client_secret": "INTROSPECTION_CLIENT_SECRET",
+}
+
+
+class AuthConfigError(ConfigError):
+    """The ``[auth]`` settings cannot be used; the message names the setting."""
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(value: str, what: str, *, path_allowed: bool = True) -> str:
+    """An absolute ``https`` URL (``http`` only to a loopback address), no query or fragment."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError(f"{what} must be an absolute https URL")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise ValueError(f"{what} must use https (plain http only to a loopback address)")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"{what} must not carry a query, fragment or credentials")
+    if not path_allowed and parts.path not in ("", "/"):
+        raise ValueError(f"{what} must not have a path")
+    return urlunsplit(parts)
+
+
+def _scope(value: str, what: str) -> str:
+    if not _SCOPE_TOKEN.match(value):
+        raise ValueError(
+            f"{what} must be one OAuth scope token: printable ASCII without spaces, quotes or "
+            "backslashes, at most 128 characters"
+        )
+    return value
+
+
+class ScopeNames(BaseModel):
+    """The scope each tier needs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read: str = "gateway:read"
+    mutate: str = "gateway:mutate"
+
+    @field_validator("read", "mutate")
+    @classmethod
+    def _valid(cls, value: str) -> str:
+        return _scope(value, "a scope name")
+
+
+class PluginScopes(BaseModel):
+    """A plugin's own scope names; a tier left out keeps the global name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read: str | None = None
+    mutate: str | None = None
+
+    @field_validator("read", "mutate")
+    @classmethod
+    def _valid(cls, value: str | None) -> str | None:
+        return None if value is None else _scope(value, "a scope name")
+
+
+class IntrospectionConfig(BaseModel):
+    """RFC 7662 token introspection, for access tokens that are not JWTs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: str | None = Field(
+        None, description="Else the issuer metadata's introspection_endpoint."
+    )
+    client_id: str = Field(..., min_length=1, max_length=256)
+    client_secret: SecretStr
+    cache_seconds: float = Field(60.0, ge=0, le=3600)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_url(value, "introspection.endpoint")
+
+
+class AuthConfig(BaseModel):
+    """The resource-server settings. Build with :func:`load_auth_config`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    issuer: str
+    resource: str | None = Field(
+        None,
+        description="The public URL of the /mcp endpoint, as clients reach it; default: the "
+        "address the server is bound to.",
+    )
+    audience: tuple[str, ...] = Field((), description="Accepted `aud` values; default: resource.")
+    jwks_url: str | None = None
+    introspection: IntrospectionConfig | None = None
+    scopes: ScopeNames = ScopeNames()
+    plugin_scopes: dict[str, PluginScopes] = Field(default_factory=dict)
+    tool_scopes: dict[str, str] = Field(default_factory=dict)
+    algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
+    leeway_seconds: float = Field(30.0, ge=0, le=300)
+    jwks_cache_seconds: float = Field(600.0, ge=0, le=86400)
+    jwks_refetch_seconds: float = Field(
+        30.0, ge=0, le=3600, description="Least time between two fetches for an unknown `kid`."
+    )
+    http_timeout: float = Field(5.0, gt=0, le=60)
+    metadata_document: Literal["auto", "openid", "oauth"] = "auto"
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer(cls, value: str) -> str:
+        # Kept exactly as written: `iss` and the metadata's `issuer` are compared as strings
+        # (RFC 8414 §3.3), and some providers' issuers end in a slash, some do not.
+        return check_url(value, "issuer")
+
+    @field_validator("resource", "jwks_url")
+    @classmethod
+    def _urls(cls, value: str | None) -> str | None:
+        return None if value is None else check_url(value, "this URL")
+
+    @field_validator("audience", mode="before")
+    @classmethod
+    def _audience(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",")]
+        if isinstance(value, list | tuple):
+            return tuple(str(v).strip() for v in value if str(v).strip())
+        return value
+
+    @field_validator("algorithms", mode="before")
+    @classmethod
+    def _algorithms(cls, value: Any) -> Any:
+        items = [value] if isinstance(value, str) else list(value)
+        bad = [str(a) for a in items if a not in ASYMMETRIC_ALGORITHMS]
+        if bad:
+            raise ValueError(
+                f"not accepted: {', '.join(bad)} (only public-key algorithms: "
+                f"{', '.join(ASYMMETRIC_ALGORITHMS)}; never none or HS*)"
+            )
+        if not items:
+            raise ValueError("name at least one algorithm")
+        return tuple(items)
+
+    @field_validator("tool_scopes")
+    @classmethod
+    def _tool_scopes(cls, value: dict[str, str]) -> dict[str, str]:
+        for tool, scope in value.items():
+            if not _TOOL_NAME.match(tool):
+                raise ValueError(f"{tool[:80]!r} is not a tool name")
+            _scope(scope, f"the scope of {tool}")
+        return value
+
+    def resource_or(self, default: str) -> str:
+        return self.resource or default
+
+    def audiences(self, resource: str) -> tuple[str, ...]:
+        return self.audience or (resource,)
+
+
+def _env_value(key: str, raw: str) -> Any:
+    return [v.strip() for v in raw.split(",") if v.strip()] if key == "audience" else raw
+
+
+def _reject_literal_secret(table: Mapping[str, Any]) -> None:
+    intro = table.get("introspection")
+    if isinstance(intro, Mapping) and isinstance(intro.get("client_secret"), str):
+        raise AuthConfigError(
+            "[auth.introspection] client_secret: secrets come from the environment: write "
+            '{ "$env" = "MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET" } or set that variable'
+        )
+
+
+def _one_line(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(table)"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def load_auth_config(
+    table: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    *,
+    static_token: bool = False,
+) -> AuthConfig | None:
+    """The ``[auth]`` table with ``MCP_GATEWAY_AUTH_*`` variables over it (environment wins);
+    ``None`` when no issuer is set (no OAuth). :class:`AuthConfigError` names what is wrong.
+
+    ``static_token``: a shared ``MCP_GATEWAY_TOKEN`` is configured; with an issuer too it is an
+    error, because which of the two would decide who may call is then anyone's guess.
+    """
+    raw = dict(table or {})
+    _reject_literal_secret(raw)
+    values: dict[str, Any] = resolve_env_refs(raw, env)
+    for key, suffix in _ENV.items():
+        given = env.get(ENV_PREFIX + suffix, "")
+        if not given.strip():
+            continue
+        if "." in key:
+            outer, inner = key.split(".")
+            nested = values.get(outer)
+            values[outer] = {**(nested if isinstance(nested, Mapping) else {}), inner: given}
+        else:
+            values[key] = _env_value(key, given)
+    if not values.get("issuer"):
+        if values:
+            raise AuthConfigError(
+                "[auth]: settings without an issuer; set issuer (MCP_GATEWAY_AUTH_ISSUER) to "
+                "turn OAuth on, or remove the [auth] table"
+            )
+        return None
+    if static_token:
+        raise AuthConfigError(
+            "both MCP_GATEWAY_TOKEN (one shared token) and [auth] issuer (OAuth) are set: "
+            "choose one; for a team behind an identity provider, unset MCP_GATEWAY_TOKEN"
+        )
+    try:
+        return AuthConfig.model_validate(values)
+    except ValidationError as exc:
+        raise AuthConfigError(f"[auth] {_one_line(exc)}") from None
+
+
+def resolve_resource(config: AuthConfig, host: str, port: int, path: str = "/mcp") -> str:
+    """The public URL of the MCP endpoint: ``resource`` if set, else the loopback address the
+    server is bound to. Every token must carry this URL as its audience, so on any other
+    address (behind a TLS proxy, on every interface) it cannot be guessed and must be set."""
+    if config.resource:
+        return config.resource
+    if not is_loopback_host(host.strip("[]")):
+        raise AuthConfigError(
+            f"[auth] resource: serving on {host}, the gateway cannot tell the URL clients "
+            "reach it at; set resource (MCP_GATEWAY_AUTH_RESOURCE), e.g. "
+            "'https://gateway.example/mcp'"
+        )
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
