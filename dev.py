@@ -68,14 +68,21 @@ def _dist_name(requirement: str) -> str:
 
 def extra_requirements(paths: list[Path], extra: str) -> list[str]:
     """What the ``extra`` of these projects needs, less this repo's own distributions (those
-    are installed from their folders, never from an index)."""
-    local = {_dist_name(str(project(p)["name"])) for p in [*runtime(), *support(), *examples()]}
+    are installed from their folders, never from an index); an extra naming one of them with
+    extras of its own (``mcp-plugin-gateway[otel]``) brings those extras' requirements."""
+    local = {_dist_name(str(project(p)["name"])): p for p in [*runtime(), *support(), *examples()]}
     wanted: list[str] = []
     for path in paths:
         extras = project(path).get("optional-dependencies", {})
         assert isinstance(extras, dict)
         for requirement in extras.get(extra, []):
-            if _dist_name(requirement) not in local and requirement not in wanted:
+            name = _dist_name(requirement)
+            if name in local:
+                nested = re.search(r"\[([^\]]*)\]", requirement)
+                for sub in nested.group(1).split(",") if nested else []:
+                    more = extra_requirements([local[name]], sub.strip())
+                    wanted.extend(r for r in more if r not in wanted)
+            elif requirement not in wanted:
                 wanted.append(requirement)
     return wanted
 
@@ -139,8 +146,9 @@ def test_args() -> list[str]:
 
 def setup_test() -> None:
     setup_run()
-    want = fingerprint([*runtime(), *support()])
-    _step("test", want, test_args(), "installing the test tools and test-support distributions")
+    args = test_args()
+    want = fingerprint([*runtime(), *support()], *args)
+    _step("test", want, args, "installing the test tools and test-support distributions")
     # A copy (not editable) in a folder of its own: re-installed whenever a source changes.
     want = fingerprint(examples(), sources=True)
     stamp = VENV / ".dev-examples-stamp"
