@@ -39,8 +39,8 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO / "tests"))  # the harness that wires the telemetry from outside
 
-from gateway_orchestrator.testing import FakeOrchestrator  # noqa: E402
-from gateway_orchestrator.testing import seed as ids  # noqa: E402
+from gateway_orchestrator_testing import FakeOrchestrator  # noqa: E402
+from gateway_orchestrator_testing import seed as ids  # noqa: E402
 from mcp import Client  # noqa: E402
 from pydantic import BaseModel, ConfigDict  # noqa: E402
 from telemetry_harness import trace_pipeline, traced_rest_client  # noqa: E402

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import gateway_env
-from gateway_orchestrator.testing import FakeOrchestrator
-from gateway_orchestrator.testing import seed as ids
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
 
 from gateway.testing.otlp import OtlpCollector
 
