@@ -210,7 +210,6 @@ class HealthMonitor:
                 f"backend {backend!r} is unavailable after {b.consecutive_failures} consecutive "
                 f"failures; calls are paused: retry after {wait} s, or check it with the "
                 "gateway_status tool",
-                details={"backend": backend, "retry_after_seconds": wait},
             )
         return b
 

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from .arguments import format_validation_error, validate_arguments
 from .audit import AuditLog, redact_arguments
 from .errors import ErrorCode, GatewayError, Sanitizer, error_payload
 from .health import HealthMonitor
@@ -29,7 +30,7 @@ from .transport import CURRENT_CALL, CallState, classify_exception
 
 log = logging.getLogger("gateway.pipeline")
 
-_MAX_FIELD_ERRORS = 20
+__all__ = ["CallResult", "Pipeline", "format_validation_error"]
 
 
 @dataclass
@@ -56,29 +57,6 @@ class CallResult:
                 else json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
             )
         return self._encoded
-
-
-def format_validation_error(exc: ValidationError) -> GatewayError:
-    """Name each field and rule; never echo the input value."""
-    fields = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        rule = err["type"]
-        msg = err["msg"]
-        if rule == "extra_forbidden":
-            msg = "unknown field; it is not a parameter of this tool"
-        elif rule == "missing":
-            msg = "required field is missing"
-        elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        fields.append({"field": loc, "rule": rule, "message": msg})
-    shown = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-    more = f" (+{len(fields) - 5} more)" if len(fields) > 5 else ""
-    return GatewayError(
-        ErrorCode.VALIDATION_ERROR,
-        f"Invalid arguments: {shown}{more}",
-        details={"fields": fields[:_MAX_FIELD_ERRORS]},
-    )
 
 
 def _backend_answered(code: str) -> bool:
@@ -184,20 +162,12 @@ class Pipeline:
             return self._error(
                 GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}"), tool
             )
-        # 2. validation, before any I/O
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            return self._error(
-                GatewayError(
-                    ErrorCode.VALIDATION_ERROR, "Invalid arguments: must be a JSON object"
-                ),
-                tool,
-            )
+        # 2. validation, before any I/O, as strict as the published schema
         try:
-            args = tool.spec.input_model.model_validate(arguments)
-        except ValidationError as exc:
-            return self._error(format_validation_error(exc), tool)
+            args = validate_arguments(tool.spec.input_model, arguments, tool.null_guard)
+        except GatewayError as err:
+            return self._error(err, tool)
+        arguments = arguments or {}
 
         cid = uuid.uuid4().hex[:12]
         mutation = tool.tier is Tier.MUTATION
@@ -366,8 +336,8 @@ class Pipeline:
         return self._error(
             GatewayError(
                 ErrorCode.INTERNAL_ERROR,
-                f"tool {tool.name!r} failed unexpectedly; the gateway log has the details "
-                f"under correlation id {cid}",
+                f"tool {tool.name!r} failed unexpectedly; report the correlation_id: the "
+                "gateway log has the details under it",
             ),
             tool,
             cid,

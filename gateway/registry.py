@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .arguments import NullGuard, null_guard
 from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
 
 
@@ -48,6 +49,8 @@ class RegisteredTool:
     annotations: dict[str, Any]
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: where the published input schema refuses ``null`` that the model would accept
+    null_guard: NullGuard = field(default_factory=NullGuard)
 
     @property
     def name(self) -> str:
@@ -233,7 +236,8 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
     """Validate a spec and derive its published form."""
     tier = validate_spec(spec)
     try:
-        input_schema = optional_without_null(compact_schema(spec.input_model.model_json_schema()))
+        model_schema = compact_schema(spec.input_model.model_json_schema())
+        input_schema = optional_without_null(model_schema)
         output_schema = (
             compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
         )
@@ -274,6 +278,7 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
         description=description,
         annotations=annotations,
         meta=meta,
+        null_guard=null_guard(model_schema, input_schema),
     )
 
 

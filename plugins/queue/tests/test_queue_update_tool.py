@@ -113,17 +113,8 @@ async def test_a_missing_id_changes_nothing_and_the_error_names_it(gateway_facto
     assert all_rows(db) == before
     assert result.is_error and result.code == "NOT_FOUND"
     error = result.payload["error"]
-    assert (
-        "404, 405" in error["message"] and "nothing in this batch was applied" in error["message"]
-    )
-    body = error["details"]
-    assert body["missing_ids"] == [404, 405]
-    assert body["updated_count"] == 0 and body["failed_count"] == 4
-    assert [r["id"] for r in body["results"]] == [1, 404, 2, 405]
-    assert not any(r["success"] for r in body["results"])
-    assert "job 404 does not exist" in body["results"][1]["error"]
-    assert "job 405 does not exist" in body["results"][3]["error"]
-    assert "404, 405" in body["results"][0]["error"]
+    assert "nothing in this batch was applied" in error["message"]
+    assert error["details"] == {"missing_ids": [404, 405]}  # each thing said once
 
 
 @pytest.mark.parametrize(
