@@ -96,6 +96,33 @@ def error_payload(
     return {"error": body}
 
 
+# --- text every client can receive --------------------------------------------------------
+
+
+def encodable(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"``, which a backend's
+    JSON escape or a decoded file name may hold) becomes U+FFFD; a surrogate pair is joined.
+    ASCII text (most results) is known to be fine without a scan."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def encodable_data(value: Any) -> Any:
+    """JSON data with :func:`encodable` applied to every key and string."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {encodable_data(k): encodable_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encodable_data(v) for v in value]
+    return value
+
+
 # --- sanitizer -------------------------------------------------------------------------
 
 _REDACTED = "[REDACTED]"
@@ -259,7 +286,7 @@ class Sanitizer:
         return _SECRET_KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
 
     def __call__(self, text: object, *, max_chars: int | None = None) -> str:
-        s = self.redact_secrets(text if isinstance(text, str) else str(text))
+        s = self.redact_secrets(encodable(text if isinstance(text, str) else str(text)))
         s = _TRACEBACK.sub("[traceback removed]", s)
         s = _FRAME_LINE.sub("", s)
         s = _FILE_URL.sub("[file url removed]", s)

@@ -12,16 +12,23 @@ import math
 import time
 import traceback
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from .arguments import format_validation_error, validate_arguments
 from .audit import AuditLog, redact_arguments
-from .errors import ErrorCode, GatewayError, Sanitizer, error_payload
+from .errors import (
+    ErrorCode,
+    GatewayError,
+    Sanitizer,
+    encodable,
+    encodable_data,
+    error_payload,
+)
 from .health import HealthMonitor
 from .policy import Policy
 from .registry import RegisteredTool, Registry
@@ -33,15 +40,20 @@ log = logging.getLogger("gateway.pipeline")
 __all__ = ["CallResult", "Pipeline", "format_validation_error"]
 
 
+def _dumps(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
 @dataclass
 class CallResult:
-    """``payload`` is the complete JSON result: the tool's output, or the error envelope."""
+    """``payload`` is the complete JSON result: the tool's output, or the error envelope.
+    Both it and its compact text are encodable as UTF-8 (no lone surrogate): a transport can
+    always send them."""
 
     payload: dict[str, Any]
     is_error: bool
     tool: RegisteredTool | None = None
-    encode: Callable[[], str] | None = None
-    _encoded: str | None = None
+    encoded: str | None = None  # the compact JSON text, when the pipeline has it already
     backend_down: bool = False  # the error says the tool's backend itself is down
 
     @property
@@ -49,14 +61,10 @@ class CallResult:
         return str(self.payload["error"]["code"]) if self.is_error else "OK"
 
     def text(self) -> str:
-        """The same JSON, compact: encoded once, when a transport asks (pages are megabytes)."""
-        if self._encoded is None:
-            self._encoded = (
-                self.encode()
-                if self.encode is not None
-                else json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
-            )
-        return self._encoded
+        """The same JSON, compact (error envelopes are encoded on first use)."""
+        if self.encoded is None:
+            self.encoded = _dumps(self.payload)
+        return self.encoded
 
 
 def _backend_answered(code: str) -> bool:
@@ -133,7 +141,7 @@ class Pipeline:
         if isinstance(value, str):
             return self.sanitize(value, max_chars=300)
         if isinstance(value, dict):
-            return {str(k): self._clean(v) for k, v in value.items()}
+            return {encodable(str(k)): self._clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self._clean(v) for v in value[:100]]
         if value is None or isinstance(value, bool | int | float):
@@ -235,7 +243,7 @@ class Pipeline:
             try:
                 with anyio.fail_after(timeout):
                     raw = await spec.handler(args, ctx)
-                payload, encode = self._shape(tool, raw)
+                payload, text = self._shape(tool, raw)
             except GatewayError as err:
                 outcome = self._error(err, tool)
             except TimeoutError:
@@ -271,7 +279,7 @@ class Pipeline:
                     raise
                 outcome = self._internal(tool, cid, exc)
             else:
-                outcome = self._without_secrets(CallResult(payload, False, tool, encode), cid)
+                outcome = self._without_secrets(CallResult(payload, False, tool, text), cid)
         except BaseException:
             if breaker is not None:
                 breaker.release()
@@ -300,23 +308,31 @@ class Pipeline:
             cid,
         )
         payload = self.sanitize.redact_data(result.payload)
-        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-        return CallResult(payload, False, result.tool, lambda: text)
+        return CallResult(payload, False, result.tool, _dumps(payload))
 
-    def _shape(
-        self, tool: RegisteredTool, raw: Any
-    ) -> tuple[dict[str, Any], Callable[[], str] | None]:
-        # 5. the complete JSON payload (Claude Code shows the model only structuredContent), and
-        # how to encode the same JSON as compact text: pydantic does it in native code.
+    def _shape(self, tool: RegisteredTool, raw: Any) -> tuple[dict[str, Any], str]:
+        # 5. the complete JSON payload (Claude Code shows the model only structuredContent) and
+        # the same JSON as compact text, both encodable: a lone surrogate from a backend would
+        # make the transport's writer raise (stdio ended, HTTP answered 500). pydantic encodes
+        # in native code and refuses a surrogate itself; a dict's text is checked, which costs
+        # nothing for ASCII and one UTF-8 pass otherwise.
         model = tool.spec.output_model
         if model is not None and not isinstance(raw, model):
             raw = model.model_validate(raw)
         if isinstance(raw, BaseModel):
-            return raw.model_dump(mode="json"), raw.model_dump_json
+            payload = raw.model_dump(mode="json")
+            try:
+                return payload, raw.model_dump_json()
+            except PydanticSerializationError:
+                payload = encodable_data(payload)
+                return payload, _dumps(payload)
         if isinstance(raw, dict):
             # Encode now: a dict that is not JSON must fail here, not in the transport.
-            text = json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
-            return raw, lambda: text
+            text = _dumps(raw)
+            if encodable(text) is not text:
+                raw = encodable_data(raw)
+                text = _dumps(raw)
+            return raw, text
         raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
 
     def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> CallResult:

@@ -8,12 +8,14 @@ cannot drift from what the pipeline enforces.
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from .arguments import NullGuard, null_guard
+from .errors import encodable
 from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
 
 
@@ -257,6 +259,12 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
             "(parameter details belong in the input model's field descriptions)"
         )
     title = spec.title or spec.name.replace("_", " ").capitalize()
+    published = json.dumps([title, description, input_schema, output_schema], ensure_ascii=False)
+    if encodable(published) is not published:
+        raise RegistrationError(
+            f"tool {spec.name!r}: its title, description or schema holds a lone surrogate "
+            "(not valid Unicode), which no client could receive"
+        )
     annotations: dict[str, Any] = {
         "title": title,
         "read_only_hint": tier is Tier.READ,

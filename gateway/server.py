@@ -14,7 +14,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 
 from . import __version__
 from .app import Gateway
-from .errors import ErrorCode, GatewayError
+from .errors import ErrorCode, GatewayError, encodable
 from .pipeline import CallResult
 from .policy import Policy
 from .prompts import RegisteredPrompt
@@ -112,7 +112,11 @@ def build_server(gateway: Gateway) -> Server[Any]:
         prompt = gateway.prompts.get(params.name)
         return t.GetPromptResult(
             description=prompt.spec.description if prompt else None,
-            messages=[t.PromptMessage(role="user", content=t.TextContent(type="text", text=text))],
+            messages=[
+                t.PromptMessage(
+                    role="user", content=t.TextContent(type="text", text=encodable(text))
+                )
+            ],
         )
 
     server: Server[Any] = Server(
