@@ -249,21 +249,28 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
 
 
 def _serve(args: argparse.Namespace, config: Any) -> int:
-    import anyio
+    from .lifecycle import SignalGuard
 
+    # From here on only a real signal stops the process (not a plugin raising
+    # KeyboardInterrupt or calling interrupt_main); see gateway.lifecycle.
+    with SignalGuard() as guard, contextlib.suppress(KeyboardInterrupt):
+        return _serve_guarded(args, config, guard)
+    return 0
+
+
+def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
     from .app import build_gateway
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
     if args.transport == "stdio":
-        from .server import serve_stdio
+        from .server import run_stdio
 
         # Before any plugin is imported: from here on only the protocol reaches stdout.
         with protected_stdio() as wire:
             gateway = build_gateway(config)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
-            with contextlib.suppress(KeyboardInterrupt):
-                anyio.run(serve_stdio, gateway, wire)
+            run_stdio(gateway, wire, guard)
         return 0
     from .http import HttpSettingsError, serve_http
 
@@ -271,7 +278,7 @@ def _serve(args: argparse.Namespace, config: Any) -> int:
         gateway = build_gateway(config)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
         try:
-            serve_http(gateway, host=args.host, port=args.port)
+            serve_http(gateway, host=args.host, port=args.port, guard=guard)
         except HttpSettingsError as exc:
             sys.stderr.write(f"mcp-gateway: {exc}\n")
             return 2

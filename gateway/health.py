@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from .errors import ErrorCode, GatewayError, Sanitizer
+from .lifecycle import plugin_fault
 from .spec import HealthCheck, NotInitialized
 from .transport import classify_exception
 
@@ -256,9 +257,12 @@ class HealthMonitor:
                 if str(exc)
                 else type(exc).__name__
             )
-        except (SystemExit, KeyboardInterrupt) as exc:
-            # Checks run in tasks of their own, and asyncio re-raises these from the event loop:
-            # one check would end the process. It has failed, nothing more.
+        except BaseException as exc:
+            # SystemExit, KeyboardInterrupt, a stray CancelledError, an exception group: checks
+            # run in tasks of their own, and asyncio re-raises the first two from the event
+            # loop, so one check would end the process. It has failed, nothing more.
+            if not plugin_fault(exc):
+                raise
             status, detail = "failed", type(exc).__name__
         duration = (time.perf_counter() - started) * 1000
         if check.backend and status != "uninitialized":

@@ -9,9 +9,11 @@ the server is stateless and opens no event stream, so GET (and DELETE) answer 40
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -22,6 +24,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .app import Gateway
+from .lifecycle import SignalGuard, run
 from .server import build_server
 
 MCP_PATH = "/mcp"
@@ -190,7 +193,9 @@ def allowed_names(
     return hosts, origins
 
 
-def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None:
+def serve_http(
+    gateway: Gateway, *, host: str, port: int, guard: SignalGuard | None = None, **kwargs: Any
+) -> None:
     import uvicorn
 
     cfg = gateway.config
@@ -205,6 +210,10 @@ def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None
     )
 
     class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the SignalGuard handles them: only a real signal stops the server
+
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started:  # listening: say where, once, on stderr (stdout is not ours)
@@ -215,5 +224,26 @@ def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None
                 )
                 sys.stderr.flush()
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    _Server(config).run()
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        # uvicorn's loggers go through the gateway's handler (redacted, rate-limited, never
+        # blocking on a full stderr) instead of handlers of their own.
+        log_config=None,
+        log_level="warning",
+        timeout_keep_alive=5,
+        # uvicorn's limit on a request's header block (h11 refuses more with 400).
+        h11_max_incomplete_event_size=16 * 1024,
+    )
+    server = _Server(config)
+
+    def stop() -> None:
+        server.should_exit = True
+
+    async def main() -> None:
+        with guard.serving(stop) if guard is not None else contextlib.nullcontext():
+            await server.serve()
+
+    run(main)

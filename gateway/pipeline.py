@@ -5,10 +5,8 @@ policy → validate (before any I/O) → breaker → run under timeout → shape
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import math
 import time
 import traceback
 import uuid
@@ -30,6 +28,7 @@ from .errors import (
     error_payload,
 )
 from .health import HealthMonitor
+from .lifecycle import plugin_fault
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .spec import ProgressFn, Tier, ToolContext
@@ -75,24 +74,6 @@ def _backend_answered(code: str) -> bool:
         ErrorCode.PERMISSION_DENIED,
         ErrorCode.BACKEND_ERROR,
     )
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_is_cancellation(e) for e in exc.exceptions)
-    return isinstance(exc, anyio.get_cancelled_exc_class())
-
-
-def _cancelled_from_outside() -> bool:
-    """Is the running task being cancelled: an enclosing cancel scope (the client cancelled the
-    request, the server is shutting down) or a plain asyncio ``Task.cancel()``?"""
-    if anyio.current_effective_deadline() == -math.inf:
-        return True
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # not on asyncio
-        return False
-    return task is not None and task.cancelling() > 0
 
 
 def _frames(exc: BaseException) -> str:
@@ -275,7 +256,7 @@ class Pipeline:
                 # SystemExit, KeyboardInterrupt or a CancelledError nobody asked for, raised by
                 # plugin code: it would end the process, and Claude Code never restarts a stdio
                 # server. Only a cancellation of this call (the client's, shutdown's) goes on.
-                if _is_cancellation(exc) and _cancelled_from_outside():
+                if not plugin_fault(exc):
                     raise
                 outcome = self._internal(tool, cid, exc)
             else:

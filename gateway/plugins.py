@@ -24,6 +24,7 @@ from .config import GatewayConfig, build_settings, secret_values, settings_error
 from .deadline import HookOverrun, time_limit
 from .errors import Sanitizer
 from .health import HealthMonitor
+from .lifecycle import plugin_fault
 from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import BackendConflict, BackendHub, RestBackend
@@ -233,7 +234,11 @@ class PluginLoader:
             self._fail(rec, str(exc))
         except _PluginInvalid as exc:
             self._fail(rec, str(exc))
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
+            # KeyboardInterrupt, CancelledError, GeneratorExit, an exception group or a
+            # BaseException of the plugin's own: the plugin failed, the process goes on.
+            if not plugin_fault(exc):
+                raise
             step = steps[-1]
             what = {"import": "failed to import", "register": "cannot be registered"}.get(
                 step, f"raised in hook {step}"
@@ -359,7 +364,9 @@ class PluginLoader:
             except (TimeoutError, HookOverrun):
                 await self._close_one(rec)
                 self._fail(rec, f"open_resources did not finish within {limit:g} s")
-            except (Exception, SystemExit) as exc:
+            except BaseException as exc:
+                if not plugin_fault(exc):
+                    raise
                 await self._close_one(rec)
                 self._fail(rec, f"raised in hook open_resources: {type(exc).__name__}: {exc}")
 
@@ -378,7 +385,7 @@ class PluginLoader:
                     await maybe_await(r)
         except HookOverrun:
             log.error("plugin %s: close_resources did not finish within %g s", rec.name, limit)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:  # shielded: only the plugin can have raised it
             log.error(
                 "plugin %s: close_resources failed: %s: %s",
                 rec.name,

@@ -112,7 +112,8 @@ class StdioServer:
     def stderr(self) -> str:
         if self._stderr_file is None:
             return "(stderr not captured)"
-        self._stderr_file.flush()
+        if not self._stderr_file.closed:
+            self._stderr_file.flush()
         return self.stderr_path.read_text(errors="replace")[-4000:]
 
     def close(self) -> None:
@@ -182,7 +183,8 @@ class HttpServer:
         return result
 
     def stderr(self) -> str:
-        self._stderr_file.flush()
+        if not self._stderr_file.closed:
+            self._stderr_file.flush()
         return self.stderr_path.read_text(errors="replace")[-4000:]
 
     def stop(self, signum: int = signal.SIGTERM, timeout: float = 20) -> int:
