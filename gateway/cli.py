@@ -77,6 +77,13 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _reason(record: dict[str, Any]) -> str:
+    withheld = record.get("withheld_tools")
+    if record["reason"] or not withheld:
+        return str(record["reason"] or "")
+    return "tools withheld (name taken by another plugin): " + ", ".join(withheld)
+
+
 def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 
@@ -127,7 +134,7 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
             emit(_json(records))
         else:
             rows = [
-                [r["name"], r["version"], r["state"], str(r["tool_count"]), r["reason"] or ""]
+                [r["name"], r["version"], r["state"], str(r["tool_count"]), _reason(r)]
                 for r in records
             ]
             emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
@@ -182,6 +189,11 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
         failed = [r for r in checks if r.blocking]
         results = [r.as_dict() for r in checks]
         plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
+        withheld = [
+            {"plugin": p.name, "tool": tool, "reason": why}
+            for p in gateway.plugins
+            for tool, why in p.withheld.items()
+        ]
         if args.json:
             emit(
                 _json(
@@ -189,6 +201,7 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
                         "ok": not failed,
                         "checks": results,
                         "failed_plugins": [p.as_dict() for p in plugin_failures],
+                        "withheld_tools": withheld,
                     }
                 )
             )
@@ -210,7 +223,9 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
             )
             for p in plugin_failures:
                 emit(f"plugin {p.name} failed to load: {p.reason}")
-        return 1 if failed or plugin_failures else 0
+            for w in withheld:
+                emit(f"plugin {w['plugin']}: tool {w['tool']} withheld: {w['reason']}")
+        return 1 if failed or plugin_failures or withheld else 0
 
     if args.command == "call":
         try:

@@ -58,6 +58,17 @@ def _as_list(value: str | list[str]) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _pairs(value: str) -> list[tuple[str, str]]:
+    """``"get_job=orchestrator,queue=mcp-plugin-gateway-queue"`` as pairs."""
+    pairs = []
+    for item in _as_list(value):
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            raise ValueError(f"expected name=provider, not {item!r}")
+        pairs.append((key, val))
+    return pairs
+
+
 def resolve_env_refs(value: Any, env: Mapping[str, str]) -> Any:
     """Replace every ``{"$env": "NAME"}`` in a config value by that variable (missing → drop)."""
     if isinstance(value, dict):
@@ -95,6 +106,8 @@ class GatewayConfig:
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
     confirm_each_call: str = "destructive"
+    #: who provides a contested name: tool name -> plugin, plugin name -> distribution
+    providers: dict[str, str] = field(default_factory=dict)
     debug: bool = False
     log_level: str = "INFO"
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -125,6 +138,7 @@ _GATEWAY_KEYS: dict[str, str] = {
     "allowed_hosts": "list",
     "allowed_origins": "list",
     "confirm_each_call": "confirm",
+    "providers": "mapping",
     "debug": "bool",
     "log_level": "str",
 }
@@ -156,6 +170,9 @@ def _convert(key: str, kind: str, value: Any, where: str) -> Any:
             if choice not in CONFIRM_CHOICES:
                 raise ValueError(f"use one of {', '.join(CONFIRM_CHOICES)}, not {value!r}")
             return choice
+        if kind == "mapping":
+            pairs = value.items() if isinstance(value, dict) else _pairs(str(value))
+            return {str(k).strip(): str(v).strip() for k, v in pairs}
         if kind == "secret":
             return SecretStr(str(value)) if str(value) else None
         return str(value)

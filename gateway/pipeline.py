@@ -139,10 +139,13 @@ class Pipeline:
         # 1. policy
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None:
+            withheld = self.registry.why_withheld(name) if isinstance(name, str) else None
             return self._error(
                 GatewayError(
                     ErrorCode.NOT_FOUND,
-                    f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
+                    f"tool {name!r} is not served: {withheld}"
+                    if withheld
+                    else f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
                 ),
                 None,
             )
