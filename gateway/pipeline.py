@@ -184,17 +184,26 @@ class Pipeline:
                 tool,
                 cid,
             )
-        result = await self._run(tool, args, cid, progress)
-        if mutation:
-            self.audit.write(
-                {
-                    "tool": name,
-                    "plugin": tool.plugin.name,
-                    "correlation_id": cid,
-                    "outcome": result.code,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-                }
-            )
+        def outcome(code: str) -> None:
+            if mutation:
+                self.audit.write(
+                    {
+                        "tool": name,
+                        "plugin": tool.plugin.name,
+                        "correlation_id": cid,
+                        "outcome": code,
+                        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    }
+                )
+
+        try:
+            result = await self._run(tool, args, cid, progress)
+        except BaseException:
+            # Only a cancellation of the call (the client's, shutdown's) gets here: the change
+            # may be half done, and the log must say so, not leave STARTED alone.
+            outcome("CANCELLED")
+            raise
+        outcome(result.code)
         return result
 
     async def _run(
