@@ -147,12 +147,20 @@ _AUTH_SCHEME = re.compile(
     r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+|\+)"
     r"(?=[A-Za-z0-9._~+/=\-]*\d|[A-Za-z0-9._~+/=\-]{20})[A-Za-z0-9._~+/=\-]{6,}"
 )
-# key = value, key: value (YAML), "key": "value" (JSON), with the key naming a credential.
+# key = value, key: value (YAML), "key": "value" (JSON), with the key naming a credential: its
+# last word is one (``password``, ``GITEA_TOKEN``, ``client_secret``, ``x-api-key``,
+# ``accessToken``), so ``tokens:``, ``secretary:`` or ``passwordless:`` stay as they are. A
+# value redacted already is taken whole, so redacting twice changes nothing.
+_CREDENTIAL_WORD = (
+    r"pass(?:word|wd|phrase)|pwd|secret|token|credentials?|apikey"
+    r"|(?:api|access|private|secret)[_\-.]?key"
+)
 _SECRET_KV = re.compile(
-    r"(?i)\b([\w\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
-    r"private[_\-]?key|credentials?)[\w\-]*)"
+    r"(?<![\w\-.])"  # the key starts here
+    r"((?:[\w\-.]*[_\-.]|[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"  # words before, then _ - . or a hump
+    r"(?i:" + _CREDENTIAL_WORD + r"))"
     r"([\"']?\s*[:=]\s*)"
-    r"(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
+    r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
 )
 # Credentials recognisable by their shape alone, wherever they appear.
 _SECRET_SHAPES = re.compile(
