@@ -233,6 +233,9 @@ def _command(args: argparse.Namespace, config: Any, emit: Callable[[str], None])
         except json.JSONDecodeError as exc:
             sys.stderr.write(f"mcp-gateway: --args is not valid JSON ({exc.msg} at {exc.pos})\n")
             return 2
+        except RecursionError:
+            sys.stderr.write("mcp-gateway: --args is nested too deeply\n")
+            return 2
 
         async def run_call() -> Any:
             async with gateway:

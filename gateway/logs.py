@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -80,15 +81,21 @@ class RateLimit(logging.Filter):
     """At most ``burst`` records of one kind (logger, level, message template) per ``window``
     seconds; the first one after a window with suppressed records carries their count."""
 
-    def __init__(self, burst: int = BURST, window: float = WINDOW) -> None:
+    def __init__(
+        self,
+        burst: int = BURST,
+        window: float = WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
         self.burst = burst
         self.window = window
+        self.clock = clock
         self._kinds: dict[tuple[str, int, str], list[float]] = {}  # [start, passed, suppressed]
 
     def filter(self, record: logging.LogRecord) -> bool:
         key = (record.name, record.levelno, str(record.msg))
-        now = time.monotonic()
+        now = self.clock()
         kind = self._kinds.get(key)
         if kind is None or now - kind[0] >= self.window:
             if kind is not None and kind[2]:

@@ -184,6 +184,7 @@ class Pipeline:
                 tool,
                 cid,
             )
+
         def outcome(code: str) -> None:
             if mutation:
                 self.audit.write(
