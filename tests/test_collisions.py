@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 from conftest import gateway_env
 from fixture_plugins import DUPLICATE_TOOL, GOOD
+from wire import run_cli
 
 from gateway.plugins import PluginState
 from gateway.spec import Tier
@@ -170,20 +170,9 @@ def test_the_cli_reports_withheld_tools_in_plugins_and_fails_health(plugin_site,
     env = gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="aaa_jobs,orchestrator"
     )
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "gateway.cli", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    plugins = {p["name"]: p for p in json.loads(cli("plugins", "--json").stdout)}
+    plugins = {p["name"]: p for p in json.loads(run_cli(tmp_path, env, "plugins", "--json").stdout)}
     assert "get_job" in plugins["orchestrator"]["withheld_tools"]
-    assert "tools withheld" in cli("plugins").stdout
-    health = cli("health")
+    assert "tools withheld" in run_cli(tmp_path, env, "plugins").stdout
+    health = run_cli(tmp_path, env, "health")
     assert health.returncode == 1
     assert "plugin orchestrator: tool get_job withheld" in health.stdout

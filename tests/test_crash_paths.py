@@ -4,12 +4,12 @@ Python traceback with absolute paths."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import gateway_env
+from wire import run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -30,17 +30,6 @@ Leaky()  # dropped at once: its __del__ raises, which Python reports as unraisab
 """
 
 
-def _cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def _no_traceback_or_absolute_path(text: str, *paths: Path) -> None:
     assert "Traceback (most recent call last)" not in text, text
     for path in (Path(sys.executable).parent, Path(__file__).parent, *paths):
@@ -50,7 +39,7 @@ def _no_traceback_or_absolute_path(text: str, *paths: Path) -> None:
 def test_a_plugin_thread_and_an_unraisable_exception_log_one_line_each(plugin_site, tmp_path):
     site = plugin_site("gwfx-crashy", {"crashy": "gwfx_crashy"}, {"gwfx_crashy": THREAD_AND_DEL})
     env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="crashy")
-    run = _cli(tmp_path, env, "plugins")
+    run = run_cli(tmp_path, env, "plugins")
     assert run.returncode == 0
     _no_traceback_or_absolute_path(run.stderr, site)
     lines = run.stderr.splitlines()
@@ -62,7 +51,7 @@ def test_a_plugin_thread_and_an_unraisable_exception_log_one_line_each(plugin_si
 
 def test_arguments_nested_too_deeply_on_the_command_line_are_a_usage_error(tmp_path):
     deep = '{"check_health": ' + "[" * 30_000 + "]" * 30_000 + "}"
-    run = _cli(
+    run = run_cli(
         tmp_path,
         gateway_env(MCP_GATEWAY_PLUGINS="-none-"),
         "call",

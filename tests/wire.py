@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from signal import SIGTERM
 from typing import Any
 
 import httpx
@@ -133,6 +133,18 @@ class StdioServer:
         self.close()
 
 
+def run_cli(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """One ``mcp-gateway`` command, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -187,9 +199,15 @@ class HttpServer:
             self._stderr_file.flush()
         return self.stderr_path.read_text(errors="replace")[-4000:]
 
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 20) -> int:
+    def signal(self, signum: int) -> None:
         self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 20) -> int:
         return self.proc.wait(timeout=timeout)
+
+    def stop(self, signum: int = SIGTERM, timeout: float = 20) -> int:
+        self.signal(signum)
+        return self.wait(timeout)
 
     def close(self) -> None:
         if self.proc.poll() is None:
