@@ -1,11 +1,13 @@
 """Tool arguments, checked exactly as strictly as the published ``inputSchema`` says.
 
 pydantic's lax mode accepts more than a JSON Schema allows (``true`` or ``"5"`` for an
-integer, ``"yes"`` for a boolean), and an optional argument is published without ``null``
-(see :func:`gateway.registry.optional_without_null`) while its model still takes ``None``.
-So arguments are validated in strict mode, and an explicit ``null`` where the published
-schema has none is refused too. Arguments nested deeper than any tool needs are refused
-before anything walks them recursively.
+integer, ``1`` or ``"yes"`` for a boolean), and an optional argument is published without
+``null`` (see :func:`gateway.registry.optional_without_null`) while its model still takes
+``None``. Strict mode is no answer: for Python input it refuses a string for a UUID, a date
+or an enum, which the published ``"type": "string"`` allows. So an :class:`ArgGuard`, derived
+from the published schema at registration, checks just those positions (integers, numbers,
+booleans, and arguments whose ``null`` was dropped) before the model validates in its own
+mode. Arguments nested deeper than any tool needs are refused before anything walks them.
 """
 
 from __future__ import annotations
@@ -24,28 +26,39 @@ MAX_DEPTH = 64
 _MAX_FIELD_ERRORS = 20
 #: Room for the fields' messages in the error message (the sanitizer cuts at 600 characters).
 _MESSAGE_ROOM = MAX_MESSAGE_CHARS - 100
-_ITEMS = "[]"  # a NullGuard key: every item of an array
+_ITEMS = "[]"  # an ArgGuard key: every item of an array
 _ARGUMENTS = "(arguments)"
+#: Published types whose values pydantic's lax mode takes from other JSON types.
+_LAX = frozenset({"integer", "number", "boolean"})
+_NOT_NULL = frozenset({"string", "integer", "number", "boolean", "object", "array"})
+_RULES = {
+    "integer": ("int_type", "Input should be a valid integer"),
+    "number": ("float_type", "Input should be a valid number"),
+    "boolean": ("bool_type", "Input should be a valid boolean"),
+    "string": ("string_type", "Input should be a valid string"),
+    "object": ("dict_type", "Input should be a valid object"),
+    "array": ("list_type", "Input should be a valid array"),
+}
 
 
 @dataclass
-class NullGuard:
-    """Where the published schema refuses ``null`` although the model accepts ``None``.
+class ArgGuard:
+    """The positions where pydantic would accept what the published schema forbids.
 
-    ``refuse``: ``null`` is refused at this position; ``inner``: positions below it, by
-    property name (``"[]"`` for every item of an array)."""
+    ``kinds``: the JSON types allowed at this position (``None``: not checked here);
+    ``inner``: positions below it, by property name (``"[]"`` for every item of an array)."""
 
-    refuse: bool = False
-    inner: dict[str, NullGuard] = field(default_factory=dict)
+    kinds: frozenset[str] | None = None
+    inner: dict[str, ArgGuard] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return self.refuse or bool(self.inner)
+        return self.kinds is not None or bool(self.inner)
 
 
-def null_guard(model_schema: Any, published: Any) -> NullGuard:
-    """Compare a schema before and after ``optional_without_null``: every property that lost
-    its ``null`` is a position where ``null`` must be refused."""
-    guard = NullGuard()
+def arg_guard(model_schema: Any, published: Any) -> ArgGuard:
+    """The guard of a published schema; ``model_schema`` is the same before
+    ``optional_without_null``, to see where ``null`` was dropped."""
+    guard = ArgGuard()
     if not (isinstance(model_schema, dict) and isinstance(published, dict)):
         return guard
     before, after = model_schema.get("properties"), published.get("properties")
@@ -61,25 +74,30 @@ def null_guard(model_schema: Any, published: Any) -> NullGuard:
         for b_before, b_after in zip(
             model_schema.get(key) or [], published.get(key) or [], strict=False
         ):
-            _merge(guard, null_guard(b_before, b_after))
+            _merge(guard, arg_guard(b_before, b_after))
     return guard
 
 
-def _value_guard(before: Any, after: Any) -> NullGuard:
+def _value_guard(before: Any, after: Any) -> ArgGuard:
     if not (isinstance(before, dict) and isinstance(after, dict)):
-        return NullGuard()
-    guard = null_guard(before, after)
+        return ArgGuard()
+    guard = arg_guard(before, after)
+    kinds = _types(after)
     if _allows_null(before) and not _allows_null(after):
-        guard.refuse = True
+        guard.kinds = kinds or _NOT_NULL
         # The kept branch of ``anyOf: [X, null]`` is what the value must be otherwise.
         for branch in before.get("anyOf") or []:
             if isinstance(branch, dict) and branch != {"type": "null"}:
-                _merge(guard, null_guard(branch, after))
+                _merge(guard, arg_guard(branch, after))
+    elif kinds and kinds & _LAX and "string" not in kinds:
+        guard.kinds = kinds
     return guard
 
 
-def _merge(into: NullGuard, other: NullGuard) -> None:
-    into.refuse = into.refuse or other.refuse
+def _merge(into: ArgGuard, other: ArgGuard) -> None:
+    if other.kinds is not None:
+        # Branches of an anyOf: a value may be any of theirs.
+        into.kinds = other.kinds if into.kinds is None else into.kinds | other.kinds
     for key, sub in other.inner.items():
         if key in into.inner:
             _merge(into.inner[key], sub)
@@ -87,26 +105,59 @@ def _merge(into: NullGuard, other: NullGuard) -> None:
             into.inner[key] = sub
 
 
-def _allows_null(schema: dict[str, Any]) -> bool:
+def _types(schema: dict[str, Any]) -> frozenset[str] | None:
     kinds = schema.get("type")
-    if kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+    if isinstance(kinds, str):
+        return frozenset([kinds])
+    if isinstance(kinds, list) and all(isinstance(k, str) for k in kinds):
+        return frozenset(kinds)
+    return None
+
+
+def _allows_null(schema: dict[str, Any]) -> bool:
+    kinds = _types(schema)
+    if kinds is not None and "null" in kinds:
         return True
     return any(isinstance(b, dict) and _allows_null(b) for b in schema.get("anyOf") or [])
 
 
-def _refused_nulls(value: Any, guard: NullGuard, path: str) -> Iterator[str]:
+def _json_type(value: Any) -> str:
     if value is None:
-        if guard.refuse:
-            yield path
-        return
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"  # JSON Schema: 5.0 is an integer
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, list | tuple) else "other"
+
+
+def _refused(value: Any, guard: ArgGuard, path: str) -> Iterator[dict[str, str]]:
+    if guard.kinds is not None:
+        kind = _json_type(value)
+        if kind not in guard.kinds and not (kind == "integer" and "number" in guard.kinds):
+            if value is None:
+                rule, message = (
+                    "null_not_allowed",
+                    ("null is not allowed here; leave the field out to use its default"),
+                )
+            else:
+                rule, message = _RULES.get(min(guard.kinds - {"null"}), _RULES["string"])
+            yield {"field": path or _ARGUMENTS, "rule": rule, "message": message}
+            return
     if isinstance(value, dict):
         for key, sub in guard.inner.items():
             if key != _ITEMS and key in value:
-                yield from _refused_nulls(value[key], sub, f"{path}.{key}" if path else key)
+                yield from _refused(value[key], sub, f"{path}.{key}" if path else key)
     elif isinstance(value, list) and _ITEMS in guard.inner:
         sub = guard.inner[_ITEMS]
         for index, item in enumerate(value):
-            yield from _refused_nulls(item, sub, f"{path}.{index}" if path else str(index))
+            yield from _refused(item, sub, f"{path}.{index}" if path else str(index))
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
@@ -175,7 +226,7 @@ def format_validation_error(exc: ValidationError) -> GatewayError:
 
 
 def validate_arguments(
-    model: type[BaseModel], arguments: object, guard: NullGuard | None = None
+    model: type[BaseModel], arguments: object, guard: ArgGuard | None = None
 ) -> BaseModel:
     """``arguments`` as ``model``, or a ``VALIDATION_ERROR`` naming every field and rule."""
     if arguments is None:
@@ -195,21 +246,16 @@ def validate_arguments(
                 }
             ]
         )
-    nulls = [
-        {
-            "field": path,
-            "rule": "null_not_allowed",
-            "message": "null is not allowed here; leave the field out to use its default",
-        }
-        for path in (_refused_nulls(arguments, guard, "") if guard else ())
-    ]
+    fields = list(_refused(arguments, guard, "")) if guard else []
     try:
-        args = model.model_validate(arguments, strict=True)
+        args = model.model_validate(arguments)
     except ValidationError as exc:
-        reported = {f["field"] for f in nulls}
-        raise invalid(
-            nulls + [f for f in field_errors(exc) if f["field"] not in reported]
-        ) from None
-    if nulls:
-        raise invalid(nulls)
-    return args
+        reported = {f["field"] for f in fields}
+        fields += [f for f in field_errors(exc) if f["field"] not in reported]
+    else:
+        if not fields:
+            return args
+    # In the order the client wrote the arguments (missing ones last).
+    order = {key: i for i, key in enumerate(arguments)}
+    fields.sort(key=lambda f: order.get(f["field"].split(".")[0], len(order)))
+    raise invalid(fields)

@@ -156,7 +156,7 @@ class Pipeline:
             )
         # 2. validation, before any I/O, as strict as the published schema
         try:
-            args = validate_arguments(tool.spec.input_model, arguments, tool.null_guard)
+            args = validate_arguments(tool.spec.input_model, arguments, tool.arg_guard)
         except GatewayError as err:
             return self._error(err, tool)
         arguments = arguments or {}

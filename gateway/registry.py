@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .arguments import NullGuard, null_guard
+from .arguments import ArgGuard, arg_guard
 from .errors import encodable
 from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
 
@@ -52,8 +52,8 @@ class RegisteredTool:
     annotations: dict[str, Any]
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    #: where the published input schema refuses ``null`` that the model would accept
-    null_guard: NullGuard = field(default_factory=NullGuard)
+    #: where the published input schema refuses what the model would accept
+    arg_guard: ArgGuard = field(default_factory=ArgGuard)
 
     @property
     def name(self) -> str:
@@ -287,7 +287,7 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
         description=description,
         annotations=annotations,
         meta=meta,
-        null_guard=null_guard(model_schema, input_schema),
+        arg_guard=arg_guard(model_schema, input_schema),
     )
 
 

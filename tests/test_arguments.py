@@ -3,8 +3,11 @@ once."""
 
 from __future__ import annotations
 
+import enum
 import json
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +18,11 @@ from gateway.testing import make_gateway
 pytestmark = pytest.mark.anyio
 
 FIRST_PARTY = ["queue", "scrape", "gitea", "orchestrator", "citations"]
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
 
 
 def _wrong_values(prop: dict[str, Any]) -> list[object]:
@@ -160,3 +168,45 @@ async def test_internal_and_breaker_errors_say_each_thing_once(tmp_path):
         health.gate("api")
     assert caught.value.details is None
     assert "retry after" in caught.value.message and "'api'" in caught.value.message
+
+
+class _Kinds(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ref: UUID
+    when: datetime | None = None
+    color: Color = Color.RED
+    count: int = 0
+    ratio: float = 1.0
+    flag: bool = False
+
+
+class _KindsPlugin:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        async def take(args: _Kinds, ctx: object) -> dict[str, Any]:
+            return args.model_dump(mode="json")
+
+        register(
+            ToolSpec(name="kinds", description="d", input_model=_Kinds, handler=take, tier="read")
+        )
+
+
+async def test_strings_the_schema_allows_still_become_uuids_dates_and_enums(tmp_path):
+    gw = make_gateway(objects={"p": _KindsPlugin()}, entry_points=False, cwd=tmp_path)
+    ref = "123e4567-e89b-42d3-a456-426614174000"
+    async with gw:
+        ok = await gw.call(
+            "kinds",
+            {"ref": ref, "when": "2026-01-02T03:04:05Z", "color": "blue", "count": 5.0, "ratio": 2},
+        )
+        assert not ok.is_error, ok.payload
+        assert ok.payload["color"] == "blue" and ok.payload["count"] == 5
+        refused = await gw.call(
+            "kinds", {"ref": ref, "count": True, "ratio": "1.5", "flag": 1, "when": None}
+        )
+    assert [(f["field"], f["rule"]) for f in refused.payload["error"]["details"]["fields"]] == [
+        ("count", "int_type"),
+        ("ratio", "float_type"),
+        ("flag", "bool_type"),
+        ("when", "null_not_allowed"),
+    ]
