@@ -40,6 +40,8 @@ import anyio
 log = logging.getLogger("gateway.lifecycle")
 
 T = TypeVar("T")
+#: How long the tasks still running when the server has stopped get to finish.
+SHUTDOWN_WAIT = 5.0
 STOP_SIGNALS: tuple[int, ...] = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
@@ -205,7 +207,9 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     finally:
         try:
             _cancel_all(loop)
-            _until_done(loop, loop.create_task(loop.shutdown_asyncgens()))
+            with contextlib.suppress(Exception):
+                closing = asyncio.wait_for(loop.shutdown_asyncgens(), SHUTDOWN_WAIT)
+                _until_done(loop, loop.create_task(closing))
         finally:
             asyncio.set_event_loop(None)
             loop.close()
@@ -226,17 +230,23 @@ def _until_done(loop: asyncio.AbstractEventLoop, task: asyncio.Task[T]) -> T:
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left (a plugin's own tasks) and give it ``SHUTDOWN_WAIT`` seconds: a
+    task that ignores its cancellation must not keep the process from ending."""
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     if not pending:
         return
     for t in pending:
         t.cancel()
-    gathered = loop.create_task(_gather(pending))
     with contextlib.suppress(Exception):
-        _until_done(loop, gathered)
+        _until_done(loop, loop.create_task(_settle(pending)))
 
 
-async def _gather(tasks: list[asyncio.Task[Any]]) -> None:
-    for result in await asyncio.gather(*tasks, return_exceptions=True):
-        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
-            log.warning("a task ended with %s while the gateway stopped", type(result).__name__)
+async def _settle(tasks: list[asyncio.Task[Any]]) -> None:
+    done, left = await asyncio.wait(tasks, timeout=SHUTDOWN_WAIT)
+    for t in done:
+        if not t.cancelled() and t.exception() is not None:
+            log.warning(
+                "a task ended with %s while the gateway stopped", type(t.exception()).__name__
+            )
+    if left:
+        log.warning("%d task(s) did not stop within %g s; leaving them", len(left), SHUTDOWN_WAIT)

@@ -153,6 +153,13 @@ async def _later(exc):
     await asyncio.sleep(0.05)
     raise exc
 
+async def _stubborn():
+    while True:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass
+
 async def trigger(args, ctx):
     loop = asyncio.get_running_loop()
     if args.what == "task_exit":
@@ -166,6 +173,8 @@ async def trigger(args, ctx):
     elif args.what == "interrupt_main_term":
         import signal
         threading.Thread(target=_thread.interrupt_main, args=(signal.SIGTERM,)).start()
+    elif args.what == "stubborn":  # a task that ignores cancellation, forever
+        loop.create_task(_stubborn())
     await asyncio.sleep(0.3)
     return {"triggered": args.what}
 
@@ -182,7 +191,14 @@ def register_tools(register):
 def close_resources(plugin):
     Path(os.environ["CLOSED_MARKER"]).write_text("closed")
 """
-TRIGGERS = ["task_exit", "task_interrupt", "callback_exit", "interrupt_main", "interrupt_main_term"]
+TRIGGERS = [
+    "task_exit",
+    "task_interrupt",
+    "callback_exit",
+    "interrupt_main",
+    "interrupt_main_term",
+    "stubborn",
+]
 
 
 @pytest.fixture
