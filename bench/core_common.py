@@ -558,7 +558,16 @@ def facts_line(command: str, machine: Machine) -> str:
     )
 
 
-SECTION_ORDER = ("summary", "cold", "imports", "latency", "http", "listsize", "redaction")
+SECTION_ORDER = (
+    "summary",
+    "cold",
+    "imports",
+    "latency",
+    "http",
+    "listsize",
+    "redaction",
+    "encodable",
+)
 TITLE = "# Gateway core benchmarks: gateway vs a bare low-level `mcp` server"
 INTRO = (
     "Written by `bench/core_bench.py` (every section can be rerun on its own; `all` runs them in "

@@ -44,7 +44,7 @@ class Gateway:
         self.sanitizer = Sanitizer.from_environment(roots=roots, env=dict(config.env))
         if config.token is not None:
             self.sanitizer.add_secrets([config.token.get_secret_value()])
-        self.registry = Registry()
+        self.registry = Registry(config.providers, builtin=BUILTIN)
         self.health = HealthMonitor(
             self.sanitizer,
             default_timeout=config.health_timeout,
@@ -170,6 +170,11 @@ class Gateway:
                 f"plugin {p.name}: {p.state.value}: {p.reason}"
                 for p in self.plugins
                 if p.state is PluginState.FAILED
+            ]
+            + [
+                f"plugin {p.name}: tool {tool} withheld: {why}"
+                for p in self.plugins
+                for tool, why in p.withheld.items()
             ]
             + [f"{r.plugin}/{r.name}: {r.status}: {r.detail or ''}".rstrip(": ") for r in failing],
         }

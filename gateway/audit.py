@@ -1,15 +1,19 @@
 """Append-only audit log of mutation calls (JSON Lines, one flushed line per event).
 
 Two lines per call, sharing the correlation id: ``"outcome": "STARTED"`` before the handler
-runs, and the outcome code (``OK`` or an error code) after. A crash between them leaves the
-first, so an interrupted mutation is never invisible. The log fails closed: a mutation whose
-``STARTED`` line cannot be written is refused before it runs. Argument *values* are never
-written: only their names and shapes.
+runs, and the outcome code after (``OK``, an error code, or ``CANCELLED`` when the call was
+cancelled while it ran). A crash between them leaves the first, so an interrupted mutation is
+never invisible. The log fails closed: a mutation whose ``STARTED`` line cannot be written
+whole is refused before it runs. A line is written whole or reported as not written: a short
+write (the disk filled mid-line) is not success, and a fragment left by one never swallows the
+next line, which then starts on a line of its own. Argument *values* are never written: only
+their names and shapes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import logging
 import os
@@ -41,16 +45,17 @@ class AuditLog:
         self._lock = threading.Lock()
 
     def write(self, event: dict[str, Any]) -> bool:
-        """Append one line; ``False`` (and an error in the log) when it could not be written."""
+        """Append one whole line; ``False`` (and an error in the log) when it could not be."""
         record = {"time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"), **event}
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+        line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
         try:
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                # O_APPEND: concurrent writers (two gateway processes) never interleave a line.
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                # O_APPEND: every write goes to the end, also with two gateway processes.
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
-                    os.write(fd, line.encode())
+                    _lock_file(fd)
+                    _append_line(fd, line)
                 finally:
                     os.close(fd)
         except OSError as exc:
@@ -63,3 +68,26 @@ class AuditLog:
             )
             return False
         return True
+
+
+def _lock_file(fd: int) -> None:
+    """Hold the file while checking its end and appending (released when ``fd`` closes), so
+    another gateway process cannot write between the two."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _append_line(fd: int, line: bytes) -> None:
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        # An earlier write stopped mid-line: end that fragment, or this line would be glued on.
+        line = b"\n" + line
+    written = 0
+    while written < len(line):
+        n = os.write(fd, line[written:])
+        if n <= 0:
+            raise OSError(errno.ENOSPC, "no space left for the audit line")
+        written += n

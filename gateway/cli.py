@@ -140,6 +140,13 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _reason(record: dict[str, Any]) -> str:
+    withheld = record.get("withheld_tools")
+    if record["reason"] or not withheld:
+        return str(record["reason"] or "")
+    return "tools withheld (name taken by another plugin): " + ", ".join(withheld)
+
+
 def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 
@@ -212,7 +219,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
             emit(_json(records))
         else:
             rows = [
-                [r["name"], r["version"], r["state"], str(r["tool_count"]), r["reason"] or ""]
+                [r["name"], r["version"], r["state"], str(r["tool_count"]), _reason(r)]
                 for r in records
             ]
             emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
@@ -267,6 +274,11 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
         failed = [r for r in checks if r.blocking]
         results = [r.as_dict() for r in checks]
         plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
+        withheld = [
+            {"plugin": p.name, "tool": tool, "reason": why}
+            for p in gateway.plugins
+            for tool, why in p.withheld.items()
+        ]
         if args.json:
             emit(
                 _json(
@@ -274,6 +286,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
                         "ok": not failed,
                         "checks": results,
                         "failed_plugins": [p.as_dict() for p in plugin_failures],
+                        "withheld_tools": withheld,
                     }
                 )
             )
@@ -295,13 +308,18 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
             )
             for p in plugin_failures:
                 emit(f"plugin {p.name} failed to load: {p.reason}")
-        return 1 if failed or plugin_failures else 0
+            for w in withheld:
+                emit(f"plugin {w['plugin']}: tool {w['tool']} withheld: {w['reason']}")
+        return 1 if failed or plugin_failures or withheld else 0
 
     if args.command == "call":
         try:
             arguments = json.loads(args.args)
         except json.JSONDecodeError as exc:
             sys.stderr.write(f"mcp-gateway: --args is not valid JSON ({exc.msg} at {exc.pos})\n")
+            return 2
+        except RecursionError:
+            sys.stderr.write("mcp-gateway: --args is nested too deeply\n")
             return 2
 
         async def run_call() -> Any:
@@ -334,14 +352,22 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
 
 
 def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
-    import anyio
+    from .lifecycle import SignalGuard
 
+    # From here on only a real signal stops the process (not a plugin raising
+    # KeyboardInterrupt or calling interrupt_main); see gateway.lifecycle.
+    with SignalGuard() as guard, contextlib.suppress(KeyboardInterrupt):
+        return _serve_guarded(args, config, guard)
+    return 0
+
+
+def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
     from .app import build_gateway
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
     if args.transport == "stdio":
-        from .server import serve_stdio
+        from .server import run_stdio
 
         interactive = sys.stdin is not None and sys.stdin.isatty()
         # Before any plugin is imported: from here on only the protocol reaches stdout.
@@ -352,15 +378,11 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
             except ConfigError as exc:
                 return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
-            # From the line on, Ctrl-C is how a person stops it: a normal end, exit 0.
-            with contextlib.suppress(KeyboardInterrupt):
-                if interactive:  # started by hand: say that it runs and how to stop it
-                    count = len(gateway.visible_tools())
-                    sys.stderr.write(
-                        f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n"
-                    )
-                    sys.stderr.flush()
-                anyio.run(serve_stdio, gateway, wire)
+            if interactive:  # started by hand: say that it runs and how to stop it
+                count = len(gateway.visible_tools())
+                sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
+                sys.stderr.flush()
+            run_stdio(gateway, wire, guard)
         return 0
     from .http import HttpSettingsError, is_loopback, serve_http
 
@@ -382,7 +404,7 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
             return _config_error(exc)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
         try:
-            serve_http(gateway, host=args.host, port=args.port)
+            serve_http(gateway, host=args.host, port=args.port, guard=guard)
         except HttpSettingsError as exc:
             sys.stderr.write(f"mcp-gateway: {exc}\n")
             return 2

@@ -96,6 +96,33 @@ def error_payload(
     return {"error": body}
 
 
+# --- text every client can receive --------------------------------------------------------
+
+
+def encodable(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"``, which a backend's
+    JSON escape or a decoded file name may hold) becomes U+FFFD; a surrogate pair is joined.
+    ASCII text (most results) is known to be fine without a scan."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def encodable_data(value: Any) -> Any:
+    """JSON data with :func:`encodable` applied to every key and string."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {encodable_data(k): encodable_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encodable_data(v) for v in value]
+    return value
+
+
 # --- sanitizer -------------------------------------------------------------------------
 
 _REDACTED = "[REDACTED]"
@@ -120,12 +147,20 @@ _AUTH_SCHEME = re.compile(
     r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+|\+)"
     r"(?=[A-Za-z0-9._~+/=\-]*\d|[A-Za-z0-9._~+/=\-]{20})[A-Za-z0-9._~+/=\-]{6,}"
 )
-# key = value, key: value (YAML), "key": "value" (JSON), with the key naming a credential.
+# key = value, key: value (YAML), "key": "value" (JSON), with the key naming a credential: its
+# last word is one (``password``, ``GITEA_TOKEN``, ``client_secret``, ``x-api-key``,
+# ``accessToken``), so ``tokens:``, ``secretary:`` or ``passwordless:`` stay as they are. A
+# value redacted already is taken whole, so redacting twice changes nothing.
+_CREDENTIAL_WORD = (
+    r"pass(?:word|wd|phrase)|pwd|secret|token|credentials?|apikey"
+    r"|(?:api|access|private|secret)[_\-.]?key"
+)
 _SECRET_KV = re.compile(
-    r"(?i)\b([\w\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
-    r"private[_\-]?key|credentials?)[\w\-]*)"
+    r"(?<![\w\-.])"  # the key starts here
+    r"((?:[\w\-.]*[_\-.]|[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"  # words before, then _ - . or a hump
+    r"(?i:" + _CREDENTIAL_WORD + r"))"
     r"([\"']?\s*[:=]\s*)"
-    r"(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
+    r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
 )
 # Credentials recognisable by their shape alone, wherever they appear.
 _SECRET_SHAPES = re.compile(
@@ -259,7 +294,7 @@ class Sanitizer:
         return _SECRET_KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
 
     def __call__(self, text: object, *, max_chars: int | None = None) -> str:
-        s = self.redact_secrets(text if isinstance(text, str) else str(text))
+        s = self.redact_secrets(encodable(text if isinstance(text, str) else str(text)))
         s = _TRACEBACK.sub("[traceback removed]", s)
         s = _FRAME_LINE.sub("", s)
         s = _FILE_URL.sub("[file url removed]", s)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import anyio
 
 from .errors import ErrorCode, GatewayError, Sanitizer
+from .lifecycle import plugin_fault
 from .rest.status import classify_exception
 from .spec import HealthCheck, NotInitialized
 
@@ -223,7 +224,6 @@ class HealthMonitor:
                 f"backend {backend!r} is unavailable after {b.consecutive_failures} consecutive "
                 f"failures; calls are paused: retry after {wait} s, or check it with the "
                 "gateway_status tool",
-                details={"backend": backend, "retry_after_seconds": wait},
             )
         return b
 
@@ -271,9 +271,12 @@ class HealthMonitor:
                 if str(exc)
                 else type(exc).__name__
             )
-        except (SystemExit, KeyboardInterrupt) as exc:
-            # Checks run in tasks of their own, and asyncio re-raises these from the event loop:
-            # one check would end the process. It has failed, nothing more.
+        except BaseException as exc:
+            # SystemExit, KeyboardInterrupt, a stray CancelledError, an exception group: checks
+            # run in tasks of their own, and asyncio re-raises the first two from the event
+            # loop, so one check would end the process. It has failed, nothing more.
+            if not plugin_fault(exc):
+                raise
             status, detail = "failed", type(exc).__name__
         duration = (time.perf_counter() - started) * 1000
         if check.backend and status != "uninitialized":

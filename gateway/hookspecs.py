@@ -60,8 +60,9 @@ def register_tools(register: Callable[[ToolSpec], None], plugin: PluginContext[B
 
     Called once, after ``plugin_settings``. No I/O. A spec with a bad name, a missing or
     unknown tier, a mutation without ``Mutation(...)``, a non-async handler or an input model
-    that allows extra fields is a registration error, and so is a name another plugin already
-    registered: the whole plugin is then skipped with that reason.
+    that allows extra fields is a registration error: the whole plugin is then skipped with
+    that reason. A tool name another plugin registers too costs only that tool: neither serves
+    it, both report it, and the deployment's ``providers`` setting picks one.
     """
 
 

@@ -9,9 +9,11 @@ the server is stateless and opens no event stream, so GET (and DELETE) answer 40
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -22,6 +24,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .app import Gateway
+from .connections import GuardedH11Protocol
+from .lifecycle import SignalGuard, run
 from .server import build_server
 
 MCP_PATH = "/mcp"
@@ -42,10 +46,16 @@ def is_loopback(host: str) -> bool:
 
 
 def _matches(value: str, patterns: list[str]) -> bool:
-    """``value`` equals a pattern, or a ``name:*`` pattern with any port (as the SDK matches)."""
+    """``value`` equals a pattern, or a ``name:*`` pattern with a port: ``localhost:*`` takes
+    ``localhost:8765``, never ``localhost:1.evil.example``."""
     for pattern in patterns:
-        if value == pattern or (pattern.endswith(":*") and value.startswith(pattern[:-1])):
+        if value == pattern:
             return True
+        if pattern.endswith(":*"):
+            prefix = pattern[:-1]
+            port = value[len(prefix) :]
+            if value.startswith(prefix) and port.isascii() and port.isdigit() and len(port) <= 5:
+                return True
     return False
 
 
@@ -92,23 +102,32 @@ class HostOriginGuard:
         await self.app(scope, receive, send)
 
 
+def _bearer(value: bytes) -> bytes | None:
+    """The credentials of ``Authorization: Bearer <token>``; the scheme name is
+    case-insensitive (RFC 9110, 11.1), so ``bearer`` is as good as ``Bearer``."""
+    scheme, _, credentials = value.strip().partition(b" ")
+    if scheme.lower() != b"bearer":
+        return None
+    return credentials.strip()
+
+
 class BearerAuth:
     """Pure ASGI middleware: constant-time check of ``Authorization: Bearer <token>``."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+        self.expected = token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.expected is None or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        given = b""
+        given: bytes | None = None
         for key, value in scope.get("headers", []):
             if key == b"authorization":
-                given = value
+                given = _bearer(value)
                 break
-        if not hmac.compare_digest(given, self.expected):
+        if not hmac.compare_digest(given or b"", self.expected):
             response = JSONResponse(
                 {
                     "error": {
@@ -190,7 +209,9 @@ def allowed_names(
     return hosts, origins
 
 
-def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None:
+def serve_http(
+    gateway: Gateway, *, host: str, port: int, guard: SignalGuard | None = None, **kwargs: Any
+) -> None:
     import uvicorn
 
     cfg = gateway.config
@@ -205,6 +226,10 @@ def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None
     )
 
     class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the SignalGuard handles them: only a real signal stops the server
+
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started:  # listening: say where, once, on stderr (stdout is not ours)
@@ -215,5 +240,27 @@ def serve_http(gateway: Gateway, *, host: str, port: int, **kwargs: Any) -> None
                 )
                 sys.stderr.flush()
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    _Server(config).run()
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        http=GuardedH11Protocol,
+        # uvicorn's loggers go through the gateway's handler (redacted, rate-limited, never
+        # blocking on a full stderr) instead of handlers of their own.
+        log_config=None,
+        log_level="warning",
+        timeout_keep_alive=5,
+        # uvicorn's limit on a request's header block (h11 refuses more with 400).
+        h11_max_incomplete_event_size=16 * 1024,
+    )
+    server = _Server(config)
+
+    def stop() -> None:
+        server.should_exit = True
+
+    async def main() -> None:
+        with guard.serving(stop) if guard is not None else contextlib.nullcontext():
+            await server.serve()
+
+    run(main)

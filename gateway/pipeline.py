@@ -5,24 +5,31 @@ policy → validate (before any I/O) → breaker → run under timeout → shape
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import math
 import time
 import traceback
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
+from .arguments import format_validation_error, validate_arguments
 from .audit import AuditLog, redact_arguments
 from .callstate import CURRENT_CALL, CallState
-from .errors import ErrorCode, GatewayError, Sanitizer, error_payload
+from .errors import (
+    ErrorCode,
+    GatewayError,
+    Sanitizer,
+    encodable,
+    encodable_data,
+    error_payload,
+)
 from .health import HealthMonitor
+from .lifecycle import plugin_fault
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .rest.status import classify_exception
@@ -30,18 +37,23 @@ from .spec import ProgressFn, Tier, ToolContext
 
 log = logging.getLogger("gateway.pipeline")
 
-_MAX_FIELD_ERRORS = 20
+__all__ = ["CallResult", "Pipeline", "format_validation_error"]
+
+
+def _dumps(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass
 class CallResult:
-    """``payload`` is the complete JSON result: the tool's output, or the error envelope."""
+    """``payload`` is the complete JSON result: the tool's output, or the error envelope.
+    Both it and its compact text are encodable as UTF-8 (no lone surrogate): a transport can
+    always send them."""
 
     payload: dict[str, Any]
     is_error: bool
     tool: RegisteredTool | None = None
-    encode: Callable[[], str] | None = None
-    _encoded: str | None = None
+    encoded: str | None = None  # the compact JSON text, when the pipeline has it already
     backend_down: bool = False  # the error says the tool's backend itself is down
 
     @property
@@ -49,37 +61,10 @@ class CallResult:
         return str(self.payload["error"]["code"]) if self.is_error else "OK"
 
     def text(self) -> str:
-        """The same JSON, compact: encoded once, when a transport asks (pages are megabytes)."""
-        if self._encoded is None:
-            self._encoded = (
-                self.encode()
-                if self.encode is not None
-                else json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False)
-            )
-        return self._encoded
-
-
-def format_validation_error(exc: ValidationError) -> GatewayError:
-    """Name each field and rule; never echo the input value."""
-    fields = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        rule = err["type"]
-        msg = err["msg"]
-        if rule == "extra_forbidden":
-            msg = "unknown field; it is not a parameter of this tool"
-        elif rule == "missing":
-            msg = "required field is missing"
-        elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        fields.append({"field": loc, "rule": rule, "message": msg})
-    shown = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-    more = f" (+{len(fields) - 5} more)" if len(fields) > 5 else ""
-    return GatewayError(
-        ErrorCode.VALIDATION_ERROR,
-        f"Invalid arguments: {shown}{more}",
-        details={"fields": fields[:_MAX_FIELD_ERRORS]},
-    )
+        """The same JSON, compact (error envelopes are encoded on first use)."""
+        if self.encoded is None:
+            self.encoded = _dumps(self.payload)
+        return self.encoded
 
 
 def _backend_answered(code: str) -> bool:
@@ -90,24 +75,6 @@ def _backend_answered(code: str) -> bool:
         ErrorCode.PERMISSION_DENIED,
         ErrorCode.BACKEND_ERROR,
     )
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_is_cancellation(e) for e in exc.exceptions)
-    return isinstance(exc, anyio.get_cancelled_exc_class())
-
-
-def _cancelled_from_outside() -> bool:
-    """Is the running task being cancelled: an enclosing cancel scope (the client cancelled the
-    request, the server is shutting down) or a plain asyncio ``Task.cancel()``?"""
-    if anyio.current_effective_deadline() == -math.inf:
-        return True
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # not on asyncio
-        return False
-    return task is not None and task.cancelling() > 0
 
 
 def _frames(exc: BaseException) -> str:
@@ -156,7 +123,7 @@ class Pipeline:
         if isinstance(value, str):
             return self.sanitize(value, max_chars=300)
         if isinstance(value, dict):
-            return {str(k): self._clean(v) for k, v in value.items()}
+            return {encodable(str(k)): self._clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self._clean(v) for v in value[:100]]
         if value is None or isinstance(value, bool | int | float):
@@ -173,10 +140,13 @@ class Pipeline:
         # 1. policy
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None:
+            withheld = self.registry.why_withheld(name) if isinstance(name, str) else None
             return self._error(
                 GatewayError(
                     ErrorCode.NOT_FOUND,
-                    f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
+                    f"tool {name!r} is not served: {withheld}"
+                    if withheld
+                    else f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
                 ),
                 None,
             )
@@ -185,20 +155,12 @@ class Pipeline:
             return self._error(
                 GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}"), tool
             )
-        # 2. validation, before any I/O
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            return self._error(
-                GatewayError(
-                    ErrorCode.VALIDATION_ERROR, "Invalid arguments: must be a JSON object"
-                ),
-                tool,
-            )
+        # 2. validation, before any I/O, as strict as the published schema
         try:
-            args = tool.spec.input_model.model_validate(arguments)
-        except ValidationError as exc:
-            return self._error(format_validation_error(exc), tool)
+            args = validate_arguments(tool.spec.input_model, arguments, tool.arg_guard)
+        except GatewayError as err:
+            return self._error(err, tool)
+        arguments = arguments or {}
 
         cid = uuid.uuid4().hex[:12]
         mutation = tool.tier is Tier.MUTATION
@@ -223,17 +185,27 @@ class Pipeline:
                 tool,
                 cid,
             )
-        result = await self._run(tool, args, cid, progress)
-        if mutation:
-            self.audit.write(
-                {
-                    "tool": name,
-                    "plugin": tool.plugin.name,
-                    "correlation_id": cid,
-                    "outcome": result.code,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-                }
-            )
+
+        def outcome(code: str) -> None:
+            if mutation:
+                self.audit.write(
+                    {
+                        "tool": name,
+                        "plugin": tool.plugin.name,
+                        "correlation_id": cid,
+                        "outcome": code,
+                        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    }
+                )
+
+        try:
+            result = await self._run(tool, args, cid, progress)
+        except BaseException:
+            # Only a cancellation of the call (the client's, shutdown's) gets here: the change
+            # may be half done, and the log must say so, not leave STARTED alone.
+            outcome("CANCELLED")
+            raise
+        outcome(result.code)
         return result
 
     async def _run(
@@ -266,7 +238,7 @@ class Pipeline:
             try:
                 with anyio.fail_after(timeout):
                     raw = await spec.handler(args, ctx)
-                payload, encode = self._shape(tool, raw)
+                payload, text = self._shape(tool, raw)
             except GatewayError as err:
                 outcome = self._error(err, tool)
             except TimeoutError:
@@ -298,11 +270,11 @@ class Pipeline:
                 # SystemExit, KeyboardInterrupt or a CancelledError nobody asked for, raised by
                 # plugin code: it would end the process, and Claude Code never restarts a stdio
                 # server. Only a cancellation of this call (the client's, shutdown's) goes on.
-                if _is_cancellation(exc) and _cancelled_from_outside():
+                if not plugin_fault(exc):
                     raise
                 outcome = self._internal(tool, cid, exc)
             else:
-                outcome = self._without_secrets(CallResult(payload, False, tool, encode), cid)
+                outcome = self._without_secrets(CallResult(payload, False, tool, text), cid)
         except BaseException:
             if breaker is not None:
                 breaker.release()
@@ -331,23 +303,31 @@ class Pipeline:
             cid,
         )
         payload = self.sanitize.redact_data(result.payload)
-        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-        return CallResult(payload, False, result.tool, lambda: text)
+        return CallResult(payload, False, result.tool, _dumps(payload))
 
-    def _shape(
-        self, tool: RegisteredTool, raw: Any
-    ) -> tuple[dict[str, Any], Callable[[], str] | None]:
-        # 5. the complete JSON payload (Claude Code shows the model only structuredContent), and
-        # how to encode the same JSON as compact text: pydantic does it in native code.
+    def _shape(self, tool: RegisteredTool, raw: Any) -> tuple[dict[str, Any], str]:
+        # 5. the complete JSON payload (Claude Code shows the model only structuredContent) and
+        # the same JSON as compact text, both encodable: a lone surrogate from a backend would
+        # make the transport's writer raise (stdio ended, HTTP answered 500). pydantic encodes
+        # in native code and refuses a surrogate itself; a dict's text is checked, which costs
+        # nothing for ASCII and one UTF-8 pass otherwise.
         model = tool.spec.output_model
         if model is not None and not isinstance(raw, model):
             raw = model.model_validate(raw)
         if isinstance(raw, BaseModel):
-            return raw.model_dump(mode="json"), raw.model_dump_json
+            payload = raw.model_dump(mode="json")
+            try:
+                return payload, raw.model_dump_json()
+            except PydanticSerializationError:
+                payload = encodable_data(payload)
+                return payload, _dumps(payload)
         if isinstance(raw, dict):
             # Encode now: a dict that is not JSON must fail here, not in the transport.
-            text = json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
-            return raw, lambda: text
+            text = _dumps(raw)
+            if encodable(text) is not text:
+                raw = encodable_data(raw)
+                text = _dumps(raw)
+            return raw, text
         raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
 
     def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> CallResult:
@@ -367,8 +347,8 @@ class Pipeline:
         return self._error(
             GatewayError(
                 ErrorCode.INTERNAL_ERROR,
-                f"tool {tool.name!r} failed unexpectedly; the gateway log has the details "
-                f"under correlation id {cid}",
+                f"tool {tool.name!r} failed unexpectedly; report the correlation_id: the "
+                "gateway log has the details under it",
             ),
             tool,
             cid,

@@ -12,8 +12,9 @@ import enum
 import importlib.metadata as md
 import inspect
 import logging
+import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pluggy
@@ -24,6 +25,7 @@ from .config import GatewayConfig, build_settings, secret_values, settings_error
 from .deadline import HookOverrun, time_limit
 from .errors import Sanitizer
 from .health import HealthMonitor
+from .lifecycle import plugin_fault
 from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
@@ -40,6 +42,23 @@ HOOK_NAMES = (
 )
 
 log = logging.getLogger("gateway.plugins")
+#: The distribution named ``mcp-plugin-gateway-<name>`` owns the plugin name ``<name>``.
+OWNER_PREFIX = "mcp-plugin-gateway-"
+
+
+def _loaded(module: object) -> Callable[[], object]:
+    return lambda: module
+
+
+def _same_dist(a: str, b: str) -> bool:
+    """Distribution names compare normalized (PEP 503): case, ``-``, ``_`` and ``.``."""
+
+    def norm(n: str) -> str:
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    return bool(a) and norm(a) == norm(b)
+
+
 #: The signal for blocking code fires a little after the cooperative timeout, so a hook that
 #: awaits gets the ordinary TimeoutError.
 _BLOCKING_SLACK = 0.1
@@ -64,9 +83,11 @@ class PluginRecord:
     summary: str = ""
     context: PluginContext[Any] | None = None
     module: object | None = None
+    #: tools of this plugin a name collision keeps from serving, and why
+    withheld: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "version": self.version,
             "state": self.state.value,
@@ -75,6 +96,9 @@ class PluginRecord:
             "tools": list(self.tools),
             "prompts": list(self.prompts),
         }
+        if self.withheld:
+            out["withheld_tools"] = dict(self.withheld)
+        return out
 
 
 @dataclass(frozen=True)
@@ -86,6 +110,7 @@ class PluginSource:
     load: Callable[[], object]
     origin: str
     summary: str = ""  # one line for the model: the distribution's Summary
+    distribution: str = ""  # the installed distribution's name, for entry points
 
 
 def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[PluginSource]:
@@ -96,15 +121,14 @@ def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[Plugin
         dist_name = dist.metadata["Name"] if dist is not None else "unknown"
         summary = (dist.metadata.get("Summary") or "") if dist is not None else ""
         sources.append(
-            PluginSource(ep.name, version, ep.load, f"entry point from {dist_name}", summary)
+            PluginSource(
+                ep.name, version, ep.load, f"entry point from {dist_name}", summary, dist_name
+            )
         )
     return sorted(sources, key=lambda s: (s.name, s.origin))
 
 
 def object_sources(objects: dict[str, object]) -> list[PluginSource]:
-    def loader(obj: object) -> Callable[[], object]:
-        return lambda: obj
-
     def summary(obj: object) -> str:
         doc = (getattr(obj, "__doc__", None) or "").strip()
         return doc.splitlines()[0] if doc else ""
@@ -113,7 +137,7 @@ def object_sources(objects: dict[str, object]) -> list[PluginSource]:
         PluginSource(
             name,
             str(getattr(obj, "__version__", "0")),
-            loader(obj),
+            _loaded(obj),
             "registered object",
             summary(obj),
         )
@@ -174,26 +198,106 @@ class PluginLoader:
     def load_all(
         self, sources: Iterable[PluginSource], *, builtin: Iterable[PluginSource] = ()
     ) -> None:
-        seen: dict[str, PluginSource] = {}
+        builtin_names = set()
         for src in builtin:
             self._load_one(src, selectable=False)
-            seen[src.name] = src
+            builtin_names.add(src.name)
+        groups: dict[str, list[PluginSource]] = {}
         for src in sources:
-            if src.name in seen:
-                self.records.append(
-                    PluginRecord(
-                        src.name,
-                        src.version,
-                        PluginState.FAILED,
-                        f"duplicate plugin name: {src.origin} collides with the plugin "
-                        f"already loaded from {seen[src.name].origin}",
-                        source=src.origin,
-                    )
-                )
-                log.error("plugin %s skipped: duplicate plugin name (%s)", src.name, src.origin)
+            groups.setdefault(src.name, []).append(src)
+        for name, group in groups.items():
+            if name in builtin_names:
+                for src in group:
+                    self._skip(src, PluginState.FAILED, "the name belongs to the built-in plugin")
                 continue
-            seen[src.name] = src
-            self._load_one(src, selectable=True)
+            chosen = group
+            if self._selected(name) is None and len(group) > 1:
+                skipped = self._not_chosen(name, group)
+                for src, why in skipped:
+                    self._skip(src, PluginState.DISABLED, why)
+                dropped = {id(src) for src, _ in skipped}
+                chosen = [src for src in group if id(src) not in dropped]
+                if len(chosen) > 1:
+                    chosen = self._import_contenders(name, chosen)
+            for src in chosen:
+                self._load_one(src, selectable=True)
+        self.refresh_withheld()
+
+    def _not_chosen(self, name: str, group: list[PluginSource]) -> list[tuple[PluginSource, str]]:
+        """Entry points of one plugin name that are not loaded, and why: ``providers`` picks a
+        distribution, else the distribution named ``mcp-plugin-gateway-<name>`` owns the name
+        (so a third-party plugin never replaces a first-party one unless the operator says)."""
+        wanted = self.config.providers.get(name)
+        if wanted:
+            picked = [s for s in group if _same_dist(s.distribution, wanted)]
+            if not picked:
+                return [
+                    (
+                        s,
+                        f"providers.{name} = {wanted!r} names no distribution that provides "
+                        f"plugin {name!r}",
+                    )
+                    for s in group
+                ]
+            why = f"not chosen: providers.{name} = {wanted!r}"
+            return [(s, why) for s in group if s not in picked]
+        owners = [s for s in group if _same_dist(s.distribution, OWNER_PREFIX + name)]
+        if len(owners) != 1:
+            return []
+        owner = owners[0]
+        return [
+            (
+                s,
+                f"plugin name {name!r} belongs to {owner.distribution}; set providers.{name} = "
+                f"{s.distribution or s.origin!r} to use this one instead",
+            )
+            for s in group
+            if s is not owner
+        ]
+
+    def _import_contenders(self, name: str, group: list[PluginSource]) -> list[PluginSource]:
+        """Several distributions provide ``name`` and none owns it: those that fail to import do
+        not hold the name; if more than one imports, none is loaded (neither silently wins)."""
+        imported: list[PluginSource] = []
+        for src in group:
+            try:
+                with time_limit(self.config.load_timeout):
+                    module = src.load()
+            except BaseException as exc:
+                if not plugin_fault(exc):
+                    raise
+                self._skip(
+                    src, PluginState.FAILED, f"failed to import: {type(exc).__name__}: {exc}"
+                )
+                continue
+            imported.append(replace(src, load=_loaded(module)))
+        if len(imported) < 2:
+            return imported
+        names = ", ".join(s.distribution or s.origin for s in imported)
+        for src in imported:
+            self._skip(
+                src,
+                PluginState.FAILED,
+                f"plugin name {name!r} is provided by several distributions ({names}), so none "
+                f"is loaded; choose one with providers.{name} = '<distribution>' "
+                f"(MCP_GATEWAY_PROVIDERS={name}=<distribution>)",
+            )
+        return []
+
+    def _skip(self, src: PluginSource, state: PluginState, reason: str) -> None:
+        rec = PluginRecord(src.name, src.version, state, self.sanitizer(reason), source=src.origin)
+        rec.summary = src.summary
+        self.records.append(rec)
+        log.error("plugin %s (%s) not loaded: %s", src.name, src.origin, rec.reason)
+
+    def refresh_withheld(self) -> None:
+        """Record, per loaded plugin, the tools a name collision keeps from serving."""
+        for rec in self.records:
+            rec.withheld = (
+                self.registry.withheld(rec.name) if rec.state is PluginState.LOADED else {}
+            )
+            for tool, why in rec.withheld.items():
+                log.error("plugin %s: tool %s withheld: %s", rec.name, tool, why)
 
     def _fail(self, rec: PluginRecord, reason: str) -> None:
         rec.state = PluginState.FAILED
@@ -234,7 +338,11 @@ class PluginLoader:
             self._fail(rec, str(exc))
         except _PluginInvalid as exc:
             self._fail(rec, str(exc))
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
+            # KeyboardInterrupt, CancelledError, GeneratorExit, an exception group or a
+            # BaseException of the plugin's own: the plugin failed, the process goes on.
+            if not plugin_fault(exc):
+                raise
             step = steps[-1]
             what = {"import": "failed to import", "register": "cannot be registered"}.get(
                 step, f"raised in hook {step}"
@@ -360,9 +468,12 @@ class PluginLoader:
             except (TimeoutError, HookOverrun):
                 await self._close_one(rec)
                 self._fail(rec, f"open_resources did not finish within {limit:g} s")
-            except (Exception, SystemExit) as exc:
+            except BaseException as exc:
+                if not plugin_fault(exc):
+                    raise
                 await self._close_one(rec)
                 self._fail(rec, f"raised in hook open_resources: {type(exc).__name__}: {exc}")
+        self.refresh_withheld()  # a withdrawn plugin may leave a contested name to another
 
     async def _close_one(self, rec: PluginRecord) -> None:
         import anyio
@@ -379,7 +490,7 @@ class PluginLoader:
                     await maybe_await(r)
         except HookOverrun:
             log.error("plugin %s: close_resources did not finish within %g s", rec.name, limit)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:  # shielded: only the plugin can have raised it
             log.error(
                 "plugin %s: close_resources failed: %s: %s",
                 rec.name,

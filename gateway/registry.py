@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from .arguments import ArgGuard, arg_guard
+from .errors import encodable
 from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
 
 
@@ -73,6 +76,8 @@ class RegisteredTool:
     annotations: dict[str, Any]
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: where the published input schema refuses what the model would accept
+    arg_guard: ArgGuard = field(default_factory=ArgGuard)
 
     @property
     def name(self) -> str:
@@ -258,7 +263,8 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
     """Validate a spec and derive its published form."""
     tier = validate_spec(spec)
     try:
-        input_schema = optional_without_null(compact_schema(spec.input_model.model_json_schema()))
+        model_schema = compact_schema(spec.input_model.model_json_schema())
+        input_schema = optional_without_null(model_schema)
         output_schema = (
             compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
         )
@@ -278,6 +284,12 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
             "(parameter details belong in the input model's field descriptions)"
         )
     title = spec.title or spec.name.replace("_", " ").capitalize()
+    published = json.dumps([title, description, input_schema, output_schema], ensure_ascii=False)
+    if encodable(published) is not published:
+        raise RegistrationError(
+            f"tool {spec.name!r}: its title, description or schema holds a lone surrogate "
+            "(not valid Unicode), which no client could receive"
+        )
     annotations: dict[str, Any] = {
         "title": title,
         "read_only_hint": tier is Tier.READ,
@@ -299,33 +311,87 @@ def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
         description=description,
         annotations=annotations,
         meta=meta,
+        arg_guard=arg_guard(model_schema, input_schema),
     )
 
 
 class Registry:
-    """All tools of all loaded plugins, by name."""
+    """All tools of all loaded plugins, by name.
 
-    def __init__(self) -> None:
+    A name two plugins register is contested: neither serves it (each plugin's other tools
+    still do) until ``providers`` names the plugin that should, and both are reported. The
+    built-in plugin's tools are never contested: a plugin's tool of the same name is withheld.
+    """
+
+    def __init__(self, providers: Mapping[str, str] | None = None, builtin: str = "") -> None:
+        self._providers = dict(providers or {})
+        self._builtin = builtin
         self._tools: dict[str, RegisteredTool] = {}
+        self._claims: dict[str, list[RegisteredTool]] = {}  # every registration of a name
 
     def add_all(self, tools: list[RegisteredTool]) -> None:
-        """Add one plugin's tools, all or none: a name taken already refuses the lot."""
+        """Add one plugin's tools; a name registered twice by the plugin refuses the lot."""
         seen: set[str] = set()
         for tool in tools:
             if tool.name in seen:
                 raise RegistrationError(f"tool {tool.name!r} is registered twice by this plugin")
             seen.add(tool.name)
-            other = self._tools.get(tool.name)
-            if other is not None:
-                raise RegistrationError(
-                    f"tool {tool.name!r} is already provided by plugin {other.plugin.name!r}"
-                )
         for tool in tools:
-            self._tools[tool.name] = tool
+            self._claims.setdefault(tool.name, []).append(tool)
+            self._resolve(tool.name)
+
+    def _resolve(self, name: str) -> None:
+        claims = self._claims.get(name, [])
+        if not claims:
+            self._claims.pop(name, None)
+            self._tools.pop(name, None)
+            return
+        winner = self._winner(name, claims)
+        if winner is None:
+            self._tools.pop(name, None)
+        else:
+            self._tools[name] = winner
+
+    def _winner(self, name: str, claims: list[RegisteredTool]) -> RegisteredTool | None:
+        if len(claims) == 1:
+            return claims[0]
+        by_plugin = {t.plugin.name: t for t in claims}
+        return by_plugin.get(self._builtin) or by_plugin.get(self._providers.get(name, ""))
 
     def remove_plugin(self, plugin_name: str) -> None:
-        for name in [n for n, t in self._tools.items() if t.plugin.name == plugin_name]:
-            del self._tools[name]
+        for name in [
+            n for n, c in self._claims.items() if any(t.plugin.name == plugin_name for t in c)
+        ]:
+            self._claims[name] = [t for t in self._claims[name] if t.plugin.name != plugin_name]
+            self._resolve(name)
+
+    def withheld(self, plugin_name: str) -> dict[str, str]:
+        """This plugin's tools that another plugin's claim keeps from serving, and why."""
+        out = {}
+        for name, claims in self._claims.items():
+            mine = [t for t in claims if t.plugin.name == plugin_name]
+            if not mine or self._tools.get(name) is mine[0]:
+                continue
+            out[name] = self.why_withheld(name) or ""
+        return out
+
+    def why_withheld(self, name: str) -> str | None:
+        """Why a registered tool name is not served (``None`` when it is, or is unknown)."""
+        claims = self._claims.get(name, [])
+        if len(claims) < 2:
+            return None
+        plugins = [t.plugin.name for t in claims]
+        winner = self._tools.get(name)
+        listed = " and ".join(repr(p) for p in plugins)
+        if winner is None:
+            return (
+                f"plugins {listed} both provide tool {name!r}, so neither serves it; the "
+                f"operator chooses with providers.{name} = '<plugin>' "
+                f"(MCP_GATEWAY_PROVIDERS={name}=<plugin>)"
+            )
+        if winner.plugin.name == self._builtin:
+            return f"the built-in plugin provides tool {name!r}; {listed} claim it"
+        return f"providers.{name} = {winner.plugin.name!r} chooses that plugin's tool {name!r}"
 
     def get(self, name: str) -> RegisteredTool | None:
         return self._tools.get(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 import mcp_types as t
 from mcp import MCPError
@@ -14,12 +14,13 @@ from mcp.server.lowlevel.server import NotificationOptions
 
 from . import __version__
 from .app import Gateway
-from .errors import ErrorCode, GatewayError
+from .errors import ErrorCode, GatewayError, encodable
+from .lifecycle import SignalGuard, plugin_fault, run
 from .pipeline import CallResult
 from .policy import Policy
 from .prompts import RegisteredPrompt
 from .registry import RegisteredTool
-from .stdio import StdinLines, Wire
+from .stdio import Wire, json_rpc_streams
 
 log = logging.getLogger("gateway.server")
 
@@ -75,11 +76,16 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        import anyio
+
         await gateway.start()
         try:
             yield {}
         finally:
-            await gateway.stop()
+            # Also when the server is being cancelled (a stop signal): each plugin's
+            # close_resources is bounded by resource_timeout.
+            with anyio.CancelScope(shield=True):
+                await gateway.stop()
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
@@ -111,10 +117,21 @@ def build_server(gateway: Gateway) -> Server[Any]:
             # Prompts have no error result like tools: a protocol error the client shows.
             code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS
             raise MCPError(code, gateway.sanitizer(f"{err.code.value}: {err.message}")) from None
+        except BaseException as exc:  # KeyboardInterrupt & co. from a render function
+            if not plugin_fault(exc):
+                raise
+            log.error("prompt=%s render raised %s", params.name, type(exc).__name__)
+            raise MCPError(
+                t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
+            ) from None
         prompt = gateway.prompts.get(params.name)
         return t.GetPromptResult(
             description=prompt.spec.description if prompt else None,
-            messages=[t.PromptMessage(role="user", content=t.TextContent(type="text", text=text))],
+            messages=[
+                t.PromptMessage(
+                    role="user", content=t.TextContent(type="text", text=encodable(text))
+                )
+            ],
         )
 
     server: Server[Any] = Server(
@@ -138,13 +155,18 @@ def initialization_options(server: Server[Any]) -> Any:
 async def serve_stdio(gateway: Gateway, wire: Wire) -> None:
     """Serve over the real stdin/stdout taken by :func:`gateway.stdio.protected_stdio` before
     the plugins were imported (fd 1 already points at stderr)."""
-    import io
-
-    import anyio
-    from mcp.server.stdio import stdio_server
-
     server = build_server(gateway)
-    stdin = cast("anyio.AsyncFile[str]", StdinLines(wire.stdin))  # only iterated by the SDK
-    stdout = anyio.wrap_file(io.TextIOWrapper(wire.stdout, encoding="utf-8"))
-    async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+    async with json_rpc_streams(wire) as (read, write):
         await server.run(read, write, initialization_options(server))
+
+
+def run_stdio(gateway: Gateway, wire: Wire, guard: SignalGuard) -> None:
+    """Serve until stdin closes or a real stop signal arrives; either way the plugins'
+    resources are closed before this returns."""
+    import anyio
+
+    async def main() -> None:
+        with anyio.CancelScope() as scope, guard.serving(scope.cancel):
+            await serve_stdio(gateway, wire)
+
+    run(main)

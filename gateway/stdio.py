@@ -11,13 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import CancelledError as ConcurrentCancelled
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+import mcp_types as t
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+from pydantic_core import PydanticSerializationError
+
+from .errors import encodable_data
+
+log = logging.getLogger("gateway.stdio")
 
 
 def _dup_private(fd: int) -> int:
@@ -126,3 +139,86 @@ class StdinLines:
         if line is None:
             raise StopAsyncIteration
         return line.decode("utf-8", errors="replace")
+
+
+def _rejection(line: str) -> t.JSONRPCError:
+    """The JSON-RPC error for a line that is not a message: ``-32700`` when it is not JSON,
+    ``-32600`` (with its id, if one can be read) when it is JSON but not a request."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return t.JSONRPCError(
+            jsonrpc="2.0", id=None, error=t.ErrorData(code=t.PARSE_ERROR, message="Parse error")
+        )
+    ident = data.get("id") if isinstance(data, dict) else None
+    if isinstance(ident, bool) or not isinstance(ident, int | str):
+        ident = None
+    return t.JSONRPCError(
+        jsonrpc="2.0",
+        id=ident,
+        error=t.ErrorData(
+            code=t.INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message"
+        ),
+    )
+
+
+def _encode(message: t.JSONRPCMessage) -> bytes:
+    """One line of the wire. A message pydantic cannot encode (a lone surrogate in a string the
+    pipeline did not shape, e.g. a protocol error's text) is sent with it replaced, instead of
+    ending the server."""
+    try:
+        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+    except PydanticSerializationError:
+        data: Any = encodable_data(
+            message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        )
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "replace") + b"\n"
+
+
+@contextlib.asynccontextmanager
+async def json_rpc_streams(
+    wire: Wire,
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """The SDK's ``stdio_server``, over the wire :func:`protected_stdio` took, with two
+    differences: a line that is not a JSON-RPC message is answered (``-32700`` or ``-32600``,
+    as JSON-RPC requires) instead of being dropped in silence, and a message that cannot be
+    encoded is sent with its lone surrogates replaced instead of ending the server."""
+    read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    replies = write_stream.clone()
+    out = wire.stdout
+
+    def put(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    async def reader() -> None:
+        async with read_send, replies:
+            async for line in StdinLines(wire.stdin):
+                if not line.strip():
+                    continue
+                try:
+                    message = t.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError:
+                    log.warning("answered a line that is not a JSON-RPC message with an error")
+                    await replies.send(SessionMessage(_rejection(line)))
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def writer() -> None:
+        async with write_receive:
+            async for session_message in write_receive:
+                await anyio.to_thread.run_sync(
+                    put, _encode(session_message.message), abandon_on_cancel=True
+                )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        yield read_stream, write_stream

@@ -69,13 +69,6 @@ def register_tools(register):
 async def open_resources(plugin):
     raise OSError("cannot open the pool")
 """,
-    "zz_duplicate_tool": _HEADER
-    + """
-@hookimpl
-def register_tools(register):
-    register(echo_spec("zz_own_tool"))
-    register(echo_spec("good_echo"))
-""",
     "no_tier": _HEADER
     + """
 @hookimpl
@@ -136,7 +129,6 @@ EXPECTED_REASON: dict[str, str] = {
     "raises_tools": "raised in hook register_tools",
     "raises_checks": "raised in hook register_health_checks",
     "raises_open": "raised in hook open_resources",
-    "zz_duplicate_tool": "already provided by plugin 'good'",
     "no_tier": "no tier",
     "mutation_unstated": "needs mutation=Mutation",
     "bad_name": "does not match",
@@ -150,6 +142,17 @@ def install_all(install) -> None:  # type: ignore[no-untyped-def]
     eps = {"good": "gwfx_good"} | {k: f"gwfx_{k}" for k in BROKEN}
     install("gwfx-plugins", eps, modules)
 
+
+#: Registers one tool of its own and one named like the good plugin's.
+DUPLICATE_TOOL = (
+    _HEADER
+    + """
+@hookimpl
+def register_tools(register):
+    register(echo_spec("zz_own_tool"))
+    register(echo_spec("good_echo"))
+"""
+)
 
 #: A plugin with one HTTP backend, for the degradation tests.
 SVC = """

@@ -252,3 +252,28 @@ def test_a_loopback_alias_works_without_extra_settings(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer "])
+def test_the_bearer_scheme_name_is_case_insensitive(http_gateway, scheme):
+    headers = {**MCP_HEADERS, "Authorization": f"{scheme} {TOKEN}"}
+    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "status"),
+    [
+        ("Host", "localhost:1.evil.example", 421),
+        ("Host", "127.0.0.1:8765.evil.example", 421),
+        ("Host", "localhost:", 421),
+        ("Origin", "http://localhost:1.evil.example", 403),
+        ("Origin", "http://127.0.0.1:80@evil.example", 403),
+    ],
+)
+def test_a_host_or_origin_that_only_starts_like_an_allowed_one_is_refused(
+    http_gateway, header, value, status
+):
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", header: value}
+    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    assert r.status_code == status, r.text

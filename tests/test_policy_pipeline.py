@@ -331,7 +331,9 @@ async def test_confirmation_keeps_the_tools_own_meta(tmp_path):
     }
 
 
-def test_optional_arguments_are_published_without_null_but_still_accept_it(gateway_factory):
+def test_optional_arguments_are_published_without_null_and_refuse_it_as_published(
+    gateway_factory,
+):
     from pydantic import BaseModel, ConfigDict, Field
 
     from gateway import Tier, ToolSpec, hookimpl
@@ -363,5 +365,11 @@ def test_optional_arguments_are_published_without_null_but_still_accept_it(gatew
     assert props["keep"] == {"default": "x", "type": ["string", "null"]}
     import anyio
 
-    result = anyio.run(gw.call, "t", {"ref": None})
-    assert not result.is_error and result.payload == {"ref": None}
+    assert anyio.run(gw.call, "t", {}).payload == {"ref": None}  # left out: the default
+    refused = anyio.run(gw.call, "t", {"ref": None, "limit": None, "tags": None, "keep": None})
+    fields = refused.payload["error"]["details"]["fields"]
+    assert [(f["field"], f["rule"]) for f in fields] == [
+        ("ref", "null_not_allowed"),
+        ("limit", "null_not_allowed"),
+        ("tags", "null_not_allowed"),
+    ]  # keep publishes null, so null is fine there

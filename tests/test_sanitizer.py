@@ -371,3 +371,65 @@ def test_configured_secrets_are_redacted_from_successful_results(tmp_path):
     assert ECHO_TOKEN not in listed.content[0].text
     # A short value of a secret-named variable is not searched for in data: "true" stays.
     assert short.payload == {"words": ["true", "value"]}
+
+
+def test_words_near_credential_words_are_not_redacted():
+    s = Sanitizer([CONFIGURED_SECRET])
+    for harmless in (
+        "tokens: 5 of 10 free",
+        "max_tokens: 100",
+        "token_type: bearer",
+        "secretary: Ann Smith",
+        "passwordless: yes",
+        "Secrets: none configured",
+        '{"tokens": 12, "credential_id": 4}',
+    ):
+        assert s.redact_secrets(harmless) == harmless
+        assert s(harmless) == harmless
+    for leaky, value in (
+        ("password=hunter22", "hunter22"),
+        ("GITEA_TOKEN=abcdefgh1", "abcdefgh1"),
+        ("accessToken: xyz12345", "xyz12345"),
+        ("x-api-key: k1k2k3", "k1k2k3"),
+        ("client.secret = 'zz top'", "zz top"),
+        ('{"apiKey": "q1w2e3"}', "q1w2e3"),
+    ):
+        assert value not in s.redact_secrets(leaky), leaky
+
+
+text_with_secrets = st.one_of(
+    leaky_message().map(lambda m: m[0]),
+    st.text(alphabet=string.printable + "…äß€", max_size=200),
+    st.lists(
+        st.sampled_from(
+            [
+                "token: ",
+                "password=",
+                "[REDACTED]",
+                "]",
+                "[",
+                "Bearer ",
+                "https://u:p@h/",
+                "%3D",
+                "secret",
+                "tokens: 5",
+                "x9abcdefgh12",
+                CONFIGURED_SECRET,
+                '"',
+                " ",
+                "\n",
+            ]
+        ),
+        max_size=25,
+    ).map("".join),
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text_with_secrets)
+def test_redaction_is_idempotent(text):
+    s = Sanitizer([CONFIGURED_SECRET])
+    once = s.redact_secrets(text)
+    assert s.redact_secrets(once) == once
+    cleaned = s(text, max_chars=0)
+    assert s(cleaned, max_chars=0) == cleaned

@@ -235,6 +235,30 @@ class Connection:
             raise SnapshotChanged()
         return rows  # type: ignore[return-value]  # a list of tuples: no row factory is set
 
+    async def fetch_while(
+        self,
+        sql: str,
+        params: Sequence[Any],
+        take: Callable[[tuple[Any, ...]], bool],
+        *,
+        chunk: int = 32,
+    ) -> None:
+        """Run one query and hand its rows to ``take`` until it returns ``False`` or the rows
+        run out; only ``chunk`` rows are in memory at a time, however large the result."""
+        db = self._db
+        cursor = await self._retrying(lambda: db.execute(sql, params))
+        try:
+            wanted = True
+            while wanted and (rows := await self._op(lambda: cursor.fetchmany(chunk))):
+                # Plain tuples: no row factory is set (as in fetchall above).
+                wanted = all(take(row) for row in rows)  # type: ignore[arg-type]
+        finally:
+            if not self._closed:
+                with anyio.CancelScope(shield=True):
+                    await self._op(cursor.close)
+        if self._snapshot is not None and self._snapshot.changed():
+            raise SnapshotChanged()
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; returns the number of rows it changed."""
         db = self._db

@@ -272,32 +272,12 @@ async def bulk_update_job_status(args: UpdateArgs, ctx: ToolContext[Settings]) -
         await _apply(path, updates, ctx.settings.busy_timeout)
     except store.MissingJobsError as exc:
         # All or nothing, and an error result: nothing changed, so the model must notice and the
-        # audit log must not say OK. The details still say, item by item, what was not applied.
-        missing = set(exc.missing_ids)
-        ids = ", ".join(str(i) for i in exc.missing_ids)
-        results = [
-            UpdateItemResult(
-                id=u.id,
-                success=False,
-                error=(
-                    f"job {u.id} does not exist; nothing in this batch was applied"
-                    if u.id in missing
-                    else f"not applied: the batch was rolled back because job(s) {ids} do not "
-                    "exist; resend it without them"
-                ),
-            )
-            for u in args.updates
-        ]
+        # audit log must not say OK. Each thing is said once: the ids in details, the rule here.
         raise GatewayError(
             ErrorCode.NOT_FOUND,
-            f"no job with id {ids}; nothing in this batch was applied (all or nothing): "
-            "resend it without those ids",
-            details={
-                "missing_ids": list(exc.missing_ids),
-                "updated_count": 0,
-                "failed_count": len(results),
-                "results": [r.model_dump() for r in results],
-            },
+            "the jobs in details.missing_ids do not exist, so nothing in this batch was "
+            "applied (all or nothing): resend it without them",
+            details={"missing_ids": list(exc.missing_ids)},
         ) from None
     except (FileNotFoundError, store.StoreError) as exc:
         raise _db_error(ctx, path, exc) from None

@@ -91,3 +91,52 @@ def test_pages_concatenate_to_the_direct_query_for_random_tables_and_page_sizes(
             (root / name).unlink()
 
         check()
+
+
+sized_rows = st.lists(
+    st.tuples(st.integers(min_value=1, max_value=10_000), captured_at, st.integers(0, 400)),
+    max_size=30,
+    unique_by=lambda r: r[0],
+)
+
+
+def test_pages_bounded_by_characters_still_visit_every_new_job_once():
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+
+        @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(
+            table=sized_rows,
+            limit=st.integers(min_value=1, max_value=12),
+            max_chars=st.integers(min_value=1, max_value=2_000),
+        )
+        def check(table, limit, max_chars):
+            path = root / f"sized-{next(_counter)}.db"
+            conn = sqlite3.connect(path)
+            conn.executescript(LEGACY_DDL)
+            conn.executemany(
+                "INSERT INTO jobs (id, url, status, captured_at, description, payload_json,"
+                " created_at) VALUES (?, ?, 'new', ?, ?, '{}', 'now')",
+                [(i, f"u{i}", c, "d" * n) for i, c, n in table],
+            )
+            conn.commit()
+            conn.close()
+
+            async def drain() -> list[int]:
+                seen: list[int] = []
+                after = None
+                for _ in range(100):
+                    page, more = await store.read_new_jobs(path, limit, after, max_chars=max_chars)
+                    assert 1 <= len(page) <= limit or (not page and not more)
+                    chars = sum(store._row_chars(r) for r in page)
+                    assert len(page) == 1 or chars <= max_chars
+                    seen += [r[0] for r in page]
+                    if not more:
+                        return seen
+                    after = store.Keyset(captured_at=page[-1][-1], id=page[-1][0])
+                raise AssertionError("pagination did not end")
+
+            assert anyio.run(drain) == [r[0] for r in new_jobs_in_order(path)]
+            path.unlink()
+
+        check()

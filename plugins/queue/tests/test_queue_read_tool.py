@@ -463,3 +463,27 @@ async def test_a_path_component_over_255_bytes_is_a_validation_error(gateway_fac
         message = result.payload["error"]["message"]
         assert message.startswith("db_path: not a usable path (File name too long")
         assert "255 bytes" in message and long_name not in message
+
+
+@pytest.mark.anyio
+async def test_a_page_of_huge_jobs_stops_at_the_character_budget_and_says_has_more(
+    gateway_factory, tmp_path
+):
+    path = tmp_path / "huge.db"
+    init_db(path)
+    add_rows(path, [{"status": "new", "description": "x" * 200_000} for _ in range(30)])
+    gw = gateway_factory(plugins=["queue"])
+    seen: list[int] = []
+    cursor = None
+    async with gw:
+        for _ in range(10):
+            args = {"db_path": "huge.db", "limit": 1000} | ({"cursor": cursor} if cursor else {})
+            result = await gw.call("bulk_read_new_jobs", args)
+            page = result.payload
+            assert len(result.text()) < store.MAX_PAGE_CHARS + 250_000
+            seen += [j["id"] for j in page["jobs"]]
+            if not page["has_more"]:
+                break
+            assert page["count"] < 30
+            cursor = page["next_cursor"]
+    assert sorted(seen) == list(range(1, 31))

@@ -113,17 +113,8 @@ async def test_a_missing_id_changes_nothing_and_the_error_names_it(gateway_facto
     assert all_rows(db) == before
     assert result.is_error and result.code == "NOT_FOUND"
     error = result.payload["error"]
-    assert (
-        "404, 405" in error["message"] and "nothing in this batch was applied" in error["message"]
-    )
-    body = error["details"]
-    assert body["missing_ids"] == [404, 405]
-    assert body["updated_count"] == 0 and body["failed_count"] == 4
-    assert [r["id"] for r in body["results"]] == [1, 404, 2, 405]
-    assert not any(r["success"] for r in body["results"])
-    assert "job 404 does not exist" in body["results"][1]["error"]
-    assert "job 405 does not exist" in body["results"][3]["error"]
-    assert "404, 405" in body["results"][0]["error"]
+    assert "nothing in this batch was applied" in error["message"]
+    assert error["details"] == {"missing_ids": [404, 405]}  # each thing said once
 
 
 @pytest.mark.parametrize(
@@ -331,3 +322,28 @@ async def test_an_update_that_times_out_is_interrupted_and_applies_nothing(gatew
     assert result.code == "TIMEOUT", result.payload
     assert all_rows(db) == before
     assert open_fds_to(db) == 0
+
+
+@pytest.mark.anyio
+async def test_an_update_never_writes_into_a_file_the_reader_refuses(gateway_factory, tmp_path):
+    from gwq_testutil import LEGACY_DDL
+
+    # id is a plain column, not the INTEGER PRIMARY KEY: a job can have no id, and reading the
+    # queue fails with DB_ERROR. Writing to it would keep filling a file no reader can page.
+    path = tmp_path / "noid.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(LEGACY_DDL.replace("id INTEGER PRIMARY KEY AUTOINCREMENT", "id INTEGER"))
+        conn.execute("INSERT INTO jobs (url, payload_json, created_at) VALUES ('u', '{}', 'x')")
+        conn.execute(
+            "INSERT INTO jobs (id, url, payload_json, created_at) VALUES (7, 'u2', '{}', 'x')"
+        )
+    conn.close()
+    before = path.read_bytes()
+    gw = gateway_factory(plugins=["queue"])
+    async with gw:
+        read = await gw.call("bulk_read_new_jobs", {"db_path": "noid.db"})
+        result = await update(gw, [{"id": 7, "status": "reject"}], db_path="noid.db")
+    assert read.code == "DB_ERROR"
+    assert result.code == "DB_ERROR", result.payload
+    assert "INTEGER PRIMARY KEY" in result.payload["error"]["message"]
+    assert path.read_bytes() == before

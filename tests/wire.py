@@ -1,0 +1,222 @@
+"""A real ``mcp-gateway serve`` subprocess, spoken to byte by byte (stdio) or over HTTP.
+
+For tests that need what the official client hides: raw lines, garbage, signals, exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from signal import SIGTERM
+from typing import Any
+
+import httpx
+
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "wire-test", "version": "1"},
+}
+_SERVE = [sys.executable, "-m", "gateway.cli", "serve"]
+MCP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-06-18",
+}
+
+
+class StdioServer:
+    """``mcp-gateway serve`` over pipes; stderr goes to a file unless ``stderr`` is given."""
+
+    def __init__(
+        self,
+        cwd: Path,
+        env: dict[str, str],
+        *,
+        stderr: int | None = None,
+        initialize: bool = True,
+        **popen: Any,
+    ) -> None:
+        self.stderr_path = cwd / "gateway-stderr.log"
+        self._stderr_file = None if stderr is not None else self.stderr_path.open("wb")
+        self.proc = subprocess.Popen(
+            _SERVE,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else self._stderr_file,
+            **popen,
+        )
+        self._buffer = b""
+        self._next_id = 100
+        if initialize:
+            self.request("initialize", INIT)
+            self.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def send_raw(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def read_message(self, timeout: float = 20) -> dict[str, Any]:
+        """The next line the server writes, parsed; ``AssertionError`` if none comes in time."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            if not ready:
+                raise AssertionError(f"no message within {timeout} s; stderr: {self.stderr()}")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise AssertionError(f"the server closed stdout; stderr: {self.stderr()}")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 20
+    ) -> dict[str, Any]:
+        self._next_id += 1
+        ident = self._next_id
+        self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params or {}})
+        while True:
+            message = self.read_message(timeout)
+            if message.get("id") == ident:
+                return message
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        answer = self.request("tools/call", {"name": tool, "arguments": arguments or {}})
+        assert "result" in answer, answer
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 20) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def stderr(self) -> str:
+        if self._stderr_file is None:
+            return "(stderr not captured)"
+        if not self._stderr_file.closed:
+            self._stderr_file.flush()
+        return self.stderr_path.read_text(errors="replace")[-4000:]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        if self._stderr_file is not None:
+            self._stderr_file.close()
+
+    def __enter__(self) -> StdioServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_cli(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """One ``mcp-gateway`` command, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HttpServer:
+    """``mcp-gateway serve --transport http`` on a free loopback port."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], **popen: Any) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.stderr_path = cwd / "gateway-stderr.log"
+        self._stderr_file = self.stderr_path.open("wb")
+        popen.setdefault("stderr", self._stderr_file)
+        self.proc = subprocess.Popen(
+            [*_SERVE, "--transport", "http", "--port", str(self.port)],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            **popen,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the gateway exited: {self.stderr()}")
+            try:
+                httpx.get(self.url + "/healthz", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.close()
+        raise AssertionError(f"the gateway did not start: {self.stderr()}")
+
+    def rpc(
+        self, method: str, params: dict[str, Any] | None = None, **headers: str
+    ) -> httpx.Response:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        return httpx.post(
+            self.url + "/mcp", json=body, headers={**MCP_HEADERS, **headers}, timeout=20
+        )
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        answer = self.rpc("tools/call", {"name": tool, "arguments": arguments or {}})
+        assert answer.status_code == 200, (answer.status_code, answer.text)
+        result: dict[str, Any] = answer.json()["result"]
+        return result
+
+    def stderr(self) -> str:
+        if not self._stderr_file.closed:
+            self._stderr_file.flush()
+        return self.stderr_path.read_text(errors="replace")[-4000:]
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 20) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self, signum: int = SIGTERM, timeout: float = 20) -> int:
+        self.signal(signum)
+        return self.wait(timeout)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._stderr_file.close()
+
+    def __enter__(self) -> HttpServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
