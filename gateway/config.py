@@ -352,18 +352,29 @@ def build_settings(
     then read from ``<model.env_prefix>_<suffix>`` (how REST backends name their variables).
     """
     values = resolve_env_refs(dict(table), env)
+    for name, names in field_env_names(model).items():
+        for env_name in names:
+            if env.get(env_name, "") != "":
+                values[name] = env[env_name]
+                break
+    return model.model_validate(values)
+
+
+def field_env_names(model: type[BaseModel]) -> dict[str, list[str]]:
+    """Per field of a settings model that environment variables set: those variables, the
+    first set one winning (:func:`env_field` names them; an ``env_suffix`` field reads
+    ``<model.env_prefix>_<suffix>``)."""
     prefix = getattr(model, "env_prefix", "")
+    out: dict[str, list[str]] = {}
     for name, info in model.model_fields.items():
         extra = info.json_schema_extra
         names = extra.get("env") if isinstance(extra, dict) else None
         suffix = extra.get("env_suffix") if isinstance(extra, dict) else None
         if names is None and isinstance(suffix, str) and isinstance(prefix, str) and prefix:
             names = [f"{prefix}_{suffix}"]
-        for env_name in names if isinstance(names, list) else []:
-            if isinstance(env_name, str) and env.get(env_name, "") != "":
-                values[name] = env[env_name]
-                break
-    return model.model_validate(values)
+        if isinstance(names, list) and names:
+            out[name] = [n for n in names if isinstance(n, str)]
+    return out
 
 
 def resolve_env_refs(value: Any, env: Mapping[str, str]) -> Any:

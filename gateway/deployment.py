@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, SecretStr
 
+from .config import field_env_names
 from .plugins import PluginState
 from .rest.backend import RestBackend
 
@@ -35,15 +36,8 @@ def _is_secret(annotation: Any) -> bool:
 def env_variables(model: type[BaseModel]) -> Iterator[tuple[list[str], bool]]:
     """Per field of a settings model: the variables it is read from, first one winning (as
     :func:`gateway.config.build_settings` reads them), and whether the field is a secret."""
-    prefix = getattr(model, "env_prefix", "")
-    for info in model.model_fields.values():
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        names = extra.get("env")
-        suffix = extra.get("env_suffix")
-        if names is None and isinstance(suffix, str) and isinstance(prefix, str) and prefix:
-            names = [f"{prefix}_{suffix}"]
-        if isinstance(names, list) and names:
-            yield [n for n in names if isinstance(n, str)], _is_secret(info.annotation)
+    for name, names in field_env_names(model).items():
+        yield names, _is_secret(model.model_fields[name].annotation)
 
 
 def _reference(name: str, value: str, secret: bool) -> str:

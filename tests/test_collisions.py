@@ -160,7 +160,7 @@ def test_providers_comes_from_the_environment_or_the_config_file(tmp_path):
     }
     (tmp_path / "gw.toml").write_text('[gateway.providers]\nget_job = "orchestrator"\n')
     assert load_config(tmp_path / "gw.toml", env={}).providers == {"get_job": "orchestrator"}
-    with pytest.raises(ConfigError, match="name=provider"):
+    with pytest.raises(ConfigError, match="NAME=PROVIDER"):
         load_config(env={"MCP_GATEWAY_PROVIDERS": "get_job"})
 
 

@@ -53,7 +53,7 @@ def test_arguments_nested_too_deeply_on_the_command_line_are_a_usage_error(tmp_p
     deep = '{"check_health": ' + "[" * 30_000 + "]" * 30_000 + "}"
     run = run_cli(
         tmp_path,
-        gateway_env(MCP_GATEWAY_PLUGINS="-none-"),
+        gateway_env(MCP_GATEWAY_PLUGINS="gateway"),
         "call",
         "gateway_status",
         "--args",

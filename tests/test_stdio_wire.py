@@ -10,7 +10,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_lines_that_are_not_json_rpc_messages_are_answered_and_serving_goes_on(tmp_path):
-    env = gateway_env(MCP_GATEWAY_PLUGINS="-none-")
+    env = gateway_env(MCP_GATEWAY_PLUGINS="gateway")
     deep = b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":' + (
         b"[" * 100_000 + b"]" * 100_000 + b"}}"
     )

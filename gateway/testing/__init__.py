@@ -55,8 +55,8 @@ def make_gateway(
     environment = dict(env if env is not None else os.environ)
     overrides = dict(gateway_settings)
     if plugins is not None:
-        # An empty allow-list means "all"; a name no plugin has means "none".
-        overrides["plugins"] = list(plugins) or ["-none-"]
+        # An empty allow-list means "all"; the built-in plugin alone means "none".
+        overrides["plugins"] = list(plugins) or ["gateway"]
     overrides.setdefault("data_roots", [str(cwd)])
     overrides.setdefault("audit_log", str(cwd / "audit.jsonl"))
     config = load_config(
