@@ -92,7 +92,7 @@ def test_claude_config_warns_about_each_plugin_whose_backend_is_unset(tmp_path):
         ("orchestrator", "COCKPIT_API_URL"),
     ]:
         [line] = [w for w in warnings if f"plugin {plugin!r}" in w]
-        assert f"set {variable}" in line and "BACKEND_UNAVAILABLE" in line
+        assert f"set {variable}" in line and "tool(s) are not offered" in line
     quiet = claude_config(
         tmp_path, "--json", MCP_GATEWAY_PLUGINS="orchestrator", COCKPIT_API_URL="http://h:1"
     )
