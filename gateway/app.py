@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
 from .audit import AuditLog
-from .config import GatewayConfig, load_config
+from .config import GatewayConfig, load_config, unexpanded_problem
+from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor
 from .hookspecs import hookimpl
@@ -57,7 +58,7 @@ class Gateway:
             deny_tools=frozenset(config.deny_tools),
             confirm_each_call=config.confirm_each_call,
         )
-        self.backends = BackendHub(config.plugin_table, config.env)
+        self.backends = BackendHub(config.plugin_table, config.env, unexpanded=config.unexpanded)
         self.prompts = PromptRegistry()
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends, self.prompts
@@ -72,6 +73,7 @@ class Gateway:
             AuditLog(config.audit_log),
             default_timeout=config.default_timeout,
             debug=config.debug,
+            unavailable_hint=self.meanwhile,
         )
         self._started = False
 
@@ -83,7 +85,22 @@ class Gateway:
         return next((p for p in self.plugins if p.name == name), None)
 
     def visible_tools(self) -> list[RegisteredTool]:
-        return [t for t in self.registry.all() if self.policy.visible(t)]
+        """The tools this deployment offers: visible under its policy, and with a configured
+        backend (unless ``offer_unconfigured_tools``)."""
+        unoffered = {t for p in self.plugins for t in p.not_offered}
+        return [
+            t for t in self.registry.all() if self.policy.visible(t) and t.name not in unoffered
+        ]
+
+    def meanwhile(self, tool: RegisteredTool) -> str | None:
+        """What an error saying ``tool``'s backend is unavailable adds: the tools its backend
+        names as fallbacks that this deployment offers (Gitea's: get_workspace_file)."""
+        fallbacks = getattr(tool.spec.backend, "fallbacks", ())
+        if not fallbacks:
+            return None
+        offered = {t.name for t in self.visible_tools()}
+        found = [f"{name} {what}" for name, what in fallbacks if name in offered]
+        return "meanwhile " + "; ".join(found) if found else None
 
     def offered_prompts(self) -> list[RegisteredPrompt]:
         """The prompts of loaded plugins whose required tools this deployment offers."""
@@ -155,7 +172,41 @@ class Gateway:
             d["visible_tool_count"] = len([t for t in rec.tools if t in visible])
             d["health"] = by_plugin.get(rec.name, [])
             plugins.append(d)
-        failing = [r for r in results if not r.ok]
+        # An unconfigured backend whose tools are not offered is said once, by the plugins.
+        unoffered = {
+            t.spec.backend_name
+            for p in self.plugins
+            for name in p.not_offered
+            if (t := self.registry.get(name)) is not None
+        }
+        failing = [
+            r
+            for r in results
+            if not r.ok and not (r.status == "unconfigured" and r.backend in unoffered)
+        ]
+        problems = (
+            [
+                f"plugin {p.name}: {p.state.value}: {p.reason}"
+                for p in self.plugins
+                if p.state is PluginState.FAILED
+            ]
+            + [
+                f"plugin {p.name}: tool {tool} withheld: {why}"
+                for p in self.plugins
+                for tool, why in p.withheld.items()
+            ]
+            + [
+                f"plugin {p['name']}: {len(g['tools'])} tool(s) not offered: {g['reason']}"
+                for p in plugins
+                for g in p.get("not_offered", [])
+            ]
+            + [f"{r.plugin}/{r.name}: {r.status}: {r.detail or ''}".rstrip(": ") for r in failing]
+        )
+        read = read_variables(self)
+        for variable, name in self.config.unexpanded.items():
+            line = self.sanitizer(unexpanded_problem(variable, name))
+            if variable in read and not any(line in p for p in problems):  # said once
+                problems.append(line)
         return {
             "gateway": {
                 "version": __version__,
@@ -166,17 +217,7 @@ class Gateway:
             },
             "plugins": plugins,
             "backends": self.health.breaker_states(),
-            "problems": [
-                f"plugin {p.name}: {p.state.value}: {p.reason}"
-                for p in self.plugins
-                if p.state is PluginState.FAILED
-            ]
-            + [
-                f"plugin {p.name}: tool {tool} withheld: {why}"
-                for p in self.plugins
-                for tool, why in p.withheld.items()
-            ]
-            + [f"{r.plugin}/{r.name}: {r.status}: {r.detail or ''}".rstrip(": ") for r in failing],
+            "problems": problems,
         }
 
 

@@ -142,9 +142,13 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 def _reason(record: dict[str, Any]) -> str:
     withheld = record.get("withheld_tools")
-    if record["reason"] or not withheld:
+    unoffered = record.get("not_offered") or []
+    if record["reason"] or not (withheld or unoffered):
         return str(record["reason"] or "")
-    return "tools withheld (name taken by another plugin): " + ", ".join(withheld)
+    parts = [f"{len(g['tools'])} tool(s) not offered: {g['reason']}" for g in unoffered]
+    if withheld:
+        parts.append("tools withheld (name taken by another plugin): " + ", ".join(withheld))
+    return "; ".join(parts)
 
 
 def _json(obj: Any) -> str:

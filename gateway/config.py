@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -110,6 +111,11 @@ class GatewaySettings(BaseModel):
     confirm_each_call: ConfirmEachCall = Field(
         "none", description="Which mutation tools only a person in Claude Code's UI may approve"
     )
+    offer_unconfigured_tools: bool = Field(
+        False,
+        description="List the tools of backends that are not configured too (each call then "
+        "answers BACKEND_UNAVAILABLE naming the setting); off: they are not offered",
+    )
     debug: bool = Field(False, description="Full tracebacks in the stderr log")
     log_level: LogLevel = Field("INFO", description="Level of the stderr log")
 
@@ -138,6 +144,9 @@ class GatewayConfig(GatewaySettings):
     plugin_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=lambda: dict(os.environ))
     source: str = "embedded defaults"
+    #: Variables left out of ``env`` because they hold a reference to an unset variable
+    #: (``${NAME}``, as Claude Code leaves it), with the ``NAME`` each refers to.
+    unexpanded: dict[str, str] = Field(default_factory=dict)
     #: Where each setting and ``[plugins.<name>]`` table came from, for error messages.
     origins: dict[str, str] = Field(default_factory=dict)
     _consulted: set[str] = PrivateAttr(default_factory=set)
@@ -171,6 +180,34 @@ def _from_env(key: str, value: str, name: str) -> Any:
             )
         return {k.strip(): v.strip() for k, v in (p.split("=") for p in pairs)}
     return value
+
+
+#: ``${NAME}``: what Claude Code leaves in an entry's ``env`` when ``NAME`` is unset where it
+#: runs (it expands set ones, and ``${NAME:-default}`` always).
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def unexpanded_references(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables whose value still holds a ``${NAME}`` reference, each with that ``NAME``.
+
+    Such a value is never what the deployment meant (a URL or a token that reads
+    ``${COCKPIT_API_TOKEN}``): :func:`load_config` leaves these variables out, so they count as
+    unset everywhere and nothing sends them (as a bearer token, say)."""
+    out = {}
+    for name, value in env.items():
+        found = _REFERENCE.search(value)
+        if found:
+            out[name] = found.group(1)
+    return out
+
+
+def unexpanded_problem(variable: str, name: str) -> str:
+    """One line for a variable left out by :func:`unexpanded_references`."""
+    return (
+        f"{variable} holds ${{{name}}}, which the client passed on as it is because {name} was "
+        f"unset where it started, so {variable} counts as unset: export {name} before "
+        "starting the client"
+    )
 
 
 def label(where: str, key: str, table: str = "gateway") -> str:
@@ -262,6 +299,8 @@ def load_config(
 ) -> GatewayConfig:
     """Read the TOML file (``path``, else ``MCP_GATEWAY_CONFIG``, else none) and the environment."""
     env = dict(os.environ if env is None else env)
+    unexpanded = unexpanded_references(env)
+    env = {k: v for k, v in env.items() if k not in unexpanded}
     base = (cwd or Path.cwd()).resolve()
     path = path or env.get(f"{ENV_PREFIX}CONFIG") or None
     data: dict[str, Any] = {}
@@ -308,6 +347,7 @@ def load_config(
         "audit_log": audit if audit.is_absolute() else base / audit,
         "plugin_tables": tables,
         "env": env,
+        "unexpanded": unexpanded,
         "source": source,
         "origins": origins,
     }

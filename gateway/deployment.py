@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, SecretStr
 
-from .config import field_env_names
-from .plugins import PluginState
+from .config import ENV_PREFIX, GatewaySettings, field_env_names
+from .plugins import PluginRecord, PluginState
 from .rest.backend import RestBackend
 
 if TYPE_CHECKING:
@@ -45,39 +45,63 @@ def _reference(name: str, value: str, secret: bool) -> str:
     return f"${{{name}}}" if secret or carries_password else value
 
 
-def plugin_env(gateway: Gateway) -> PluginEnv:
-    """The set variables of every loaded plugin's settings and REST backends, and a warning per
-    plugin whose backend is not configured (its tools could only answer BACKEND_UNAVAILABLE)."""
-    out = PluginEnv()
-    environment = gateway.config.env
+def _plugin_models(
+    gateway: Gateway,
+) -> Iterator[tuple[PluginRecord, list[RestBackend], list[type[BaseModel]]]]:
+    """Per loaded plugin: its REST backends and the settings models it reads (its own first)."""
     tools = gateway.registry.all()
     for record in gateway.plugins:
         if record.state is not PluginState.LOADED:
             continue
-        own = [t for t in tools if t.plugin.name == record.name]
         backends = {
             t.spec.backend.name: t.spec.backend
-            for t in own
-            if isinstance(t.spec.backend, RestBackend)
+            for t in tools
+            if t.plugin.name == record.name and isinstance(t.spec.backend, RestBackend)
         }
         models: list[type[BaseModel]] = [b.settings for b in backends.values()]
         settings = record.context.settings if record.context is not None else None
         if isinstance(settings, BaseModel):
             models.insert(0, type(settings))
+        yield record, list(backends.values()), models
+
+
+def read_variables(gateway: Gateway) -> set[str]:
+    """Every variable this deployment reads: the core's and its loaded plugins' settings."""
+    out = {ENV_PREFIX + key.upper() for key in GatewaySettings.model_fields}
+    for _record, _backends, models in _plugin_models(gateway):
+        for model in models:
+            for names, _secret in env_variables(model):
+                out.update(names)
+    return out
+
+
+def plugin_env(gateway: Gateway) -> PluginEnv:
+    """The set variables of every loaded plugin's settings and REST backends, and a warning per
+    plugin whose backend is not configured (its tools are not offered, or with
+    ``offer_unconfigured_tools`` could only answer BACKEND_UNAVAILABLE)."""
+    out = PluginEnv()
+    environment = gateway.config.env
+    tools = gateway.registry.all()
+    for record, backends, models in _plugin_models(gateway):
         for model in models:
             for names, secret in env_variables(model):
                 name = next((n for n in names if environment.get(n, "") != ""), None)
                 if name is not None:
                     out.env[name] = _reference(name, environment[name], secret)
-        for backend in backends.values():
-            settings = gateway.backends.settings(backend)
-            if settings.configured:
+        for backend in backends:
+            reason = gateway.backends.not_configured(backend.name)
+            if reason is None:
                 continue
-            count = sum(1 for t in own if t.spec.backend is backend)
+            count = sum(
+                1 for t in tools if t.plugin.name == record.name and t.spec.backend is backend
+            )
+            effect = (
+                "would answer BACKEND_UNAVAILABLE in Claude Code"
+                if gateway.config.offer_unconfigured_tools
+                else "are not offered"
+            )
             out.warnings.append(
-                f"plugin {record.name!r}: {backend.title} is not configured, so its {count} "
-                f"tool(s) would answer BACKEND_UNAVAILABLE in Claude Code: set "
-                f"{settings.env_name('URL')} (or url in [plugins.{backend.settings_table}]) "
-                "and run claude-config again"
+                f"plugin {record.name!r}: its {count} tool(s) {effect}: {reason}; then run "
+                "claude-config again"
             )
     return out

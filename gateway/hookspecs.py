@@ -88,7 +88,8 @@ def register_health_checks(
 
     Called once, after ``register_tools``. No I/O here: the checks run later, on demand
     (``mcp-gateway health``, ``gateway_status``, ``/readyz``), each under its own timeout, with
-    results cached. Set ``HealthCheck.not_configured`` when settings leave a backend unset.
+    results cached. Set ``HealthCheck.not_configured`` when settings leave a backend unset: its
+    tools are then not offered.
     """
 
 

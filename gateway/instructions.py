@@ -2,7 +2,8 @@
 
 Claude Code loads server instructions even when it defers tool schemas, and cuts them at 2,048
 characters, so they say in a few lines what each plugin offers (its distribution's one-line
-summary, which also says what its ids are), which workflows exist as prompts, and how to read
+summary, which also says what its ids are), which installed plugins are not offered until a
+backend is configured (and what to set), which workflows exist as prompts, and how to read
 errors. The text never exceeds :data:`MAX_INSTRUCTIONS_CHARS`: summaries are shortened first.
 """
 
@@ -44,6 +45,12 @@ def build_instructions(
         and p.name != builtin
         and any(t in visible_tools for t in p.tools)
     ]
+    # Installed but not offered until a backend is configured: the model can say what to set.
+    waiting = [
+        (p.name, next(iter(p.not_offered.values())))
+        for p in plugins
+        if p.state is PluginState.LOADED and p.not_offered and p not in offering
+    ]
     workflows = ""
     if prompts:
         names = ", ".join(
@@ -55,9 +62,10 @@ def build_instructions(
         )
     for limit in (300, 200, 140, 100, 70):
         lines = [GENERAL]
-        if offering:
+        if offering or waiting:
             lines.append("Plugins:")
             lines += [f"- {p.name}: {_cut(p.summary or 'tools', limit)}" for p in offering]
+            lines += [f"- {name}, not offered: {_cut(why, limit)}" for name, why in waiting]
         if workflows:
             lines.append(workflows)
         text = "\n".join(lines)

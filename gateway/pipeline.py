@@ -10,6 +10,7 @@ import logging
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +98,7 @@ class Pipeline:
         *,
         default_timeout: float,
         debug: bool = False,
+        unavailable_hint: Callable[[RegisteredTool], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
@@ -105,13 +107,19 @@ class Pipeline:
         self.audit = audit
         self.default_timeout = default_timeout
         self.debug = debug
+        #: what a tool's BACKEND_UNAVAILABLE errors add (the tools to use meanwhile)
+        self.unavailable_hint = unavailable_hint
 
     def _error(
         self, err: GatewayError, tool: RegisteredTool | None, cid: str | None = None
     ) -> CallResult:
+        message = err.message
+        if err.code is ErrorCode.BACKEND_UNAVAILABLE and tool and self.unavailable_hint:
+            hint = self.unavailable_hint(tool)
+            message = f"{message}; {hint}" if hint else message
         payload = error_payload(
             err.code,
-            self.sanitize(err.message),
+            self.sanitize(message),
             retryable=err.retryable,
             details=self._clean(err.details) if err.details else None,
             correlation_id=cid,

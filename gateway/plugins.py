@@ -85,6 +85,8 @@ class PluginRecord:
     module: object | None = None
     #: tools of this plugin a name collision keeps from serving, and why
     withheld: dict[str, str] = field(default_factory=dict)
+    #: tools of this plugin not offered because their backend is not configured, and why
+    not_offered: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -98,6 +100,12 @@ class PluginRecord:
         }
         if self.withheld:
             out["withheld_tools"] = dict(self.withheld)
+        if self.not_offered:
+            reasons = list(self.not_offered.values())
+            out["not_offered"] = [
+                {"reason": why, "tools": [t for t, w in self.not_offered.items() if w == why]}
+                for why in dict.fromkeys(reasons)
+            ]
         return out
 
 
@@ -182,7 +190,9 @@ class PluginLoader:
         self.registry = registry
         self.health = health
         self.sanitizer = sanitizer
-        self.backends = backends or BackendHub(config.plugin_table, config.env)
+        self.backends = backends or BackendHub(
+            config.plugin_table, config.env, unexpanded=config.unexpanded
+        )
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
@@ -222,6 +232,7 @@ class PluginLoader:
             for src in chosen:
                 self._load_one(src, selectable=True)
         self.refresh_withheld()
+        self.refresh_offered()
 
     def _not_chosen(self, name: str, group: list[PluginSource]) -> list[tuple[PluginSource, str]]:
         """Entry points of one plugin name that are not loaded, and why: ``providers`` picks a
@@ -298,6 +309,27 @@ class PluginLoader:
             )
             for tool, why in rec.withheld.items():
                 log.error("plugin %s: tool %s withheld: %s", rec.name, tool, why)
+
+    def refresh_offered(self) -> None:
+        """Record, per loaded plugin, the tools whose backend is not configured: they are not
+        offered (listed, named in prompts and instructions) unless the deployment sets
+        ``offer_unconfigured_tools``. Called by name they still answer why."""
+        unconfigured = {
+            check.backend: check.not_configured
+            for _, check in self.health.checks()
+            if check.backend and check.not_configured
+        }
+        for rec in self.records:
+            rec.not_offered = {}
+            if rec.state is not PluginState.LOADED or self.config.offer_unconfigured_tools:
+                continue
+            for name in rec.tools:
+                tool = self.registry.get(name)
+                if tool is None or tool.plugin.name != rec.name:
+                    continue  # withheld: reported as such
+                reason = unconfigured.get(tool.spec.backend_name or "")
+                if reason:
+                    rec.not_offered[name] = self.sanitizer(reason)
 
     def _fail(self, rec: PluginRecord, reason: str) -> None:
         rec.state = PluginState.FAILED
@@ -474,6 +506,7 @@ class PluginLoader:
                 await self._close_one(rec)
                 self._fail(rec, f"raised in hook open_resources: {type(exc).__name__}: {exc}")
         self.refresh_withheld()  # a withdrawn plugin may leave a contested name to another
+        self.refresh_offered()
 
     async def _close_one(self, rec: PluginRecord) -> None:
         import anyio

@@ -80,8 +80,9 @@ class HealthCheck:
     (:class:`NotInitialized` when there is simply nothing there yet).
     ``not_configured``: set it (to a message saying which setting enables the backend) when the
     plugin's settings leave the backend unconfigured; the check is then not run, health reports
-    ``unconfigured`` and tools depending on ``backend`` fail fast with ``BACKEND_UNAVAILABLE``
-    and that message. ``required=False`` checks do not make ``mcp-gateway health`` fail.
+    ``unconfigured``, tools depending on ``backend`` are not offered (unless the deployment sets
+    ``offer_unconfigured_tools``) and a call fails fast with ``BACKEND_UNAVAILABLE`` and that
+    message. ``required=False`` checks do not make ``mcp-gateway health`` fail.
     ``shared``: the same check may come from several plugins that use one backend; it is then
     registered and run once.
     """

@@ -92,7 +92,7 @@ def test_claude_config_warns_about_each_plugin_whose_backend_is_unset(tmp_path):
         ("orchestrator", "COCKPIT_API_URL"),
     ]:
         [line] = [w for w in warnings if f"plugin {plugin!r}" in w]
-        assert f"set {variable}" in line and "BACKEND_UNAVAILABLE" in line
+        assert f"set {variable}" in line and "tool(s) are not offered" in line
     quiet = claude_config(
         tmp_path, "--json", MCP_GATEWAY_PLUGINS="orchestrator", COCKPIT_API_URL="http://h:1"
     )
@@ -221,7 +221,9 @@ def test_the_pasted_config_connects_and_a_read_tool_runs_without_a_prompt(projec
     # Claude Code defers MCP tools behind its ToolSearch tool: the model sees their names in
     # a list, the schemas once it searches; the server instructions come along.
     deferred = {line for line in first.text().splitlines() if line.startswith(GATEWAY)}
-    assert GATEWAY + "get_job_stats" in deferred and len(deferred) == 47
+    # 47 tools installed; Gitea's five are not offered: only the orchestrator URL is set.
+    assert GATEWAY + "get_job_stats" in deferred and len(deferred) == 42
+    assert GATEWAY + "get_job_diff" not in deferred
     assert "Tools come from plugins" in first.text()
     text, error = results(result)["get_job_stats"]
     assert not error and json.loads(text)["total_jobs"] >= 12
@@ -301,3 +303,237 @@ def test_a_multi_word_prompt_argument_reaches_the_model_whole(project, model):
     [rendered] = [t for t in texts if t.startswith("Create an orchestrator job")]
     assert "in full, as in <command-args> above" in rendered
     assert "list_experts()" in rendered and "\n\nSummarize\n\n" not in rendered
+
+
+@pytest.mark.e2e
+def test_a_secret_reference_claude_code_cannot_expand_is_never_sent(
+    tmp_path, claude, model, orchestrator
+):
+    # claude-config ran where the token was set: the entry holds ${COCKPIT_API_TOKEN}, which
+    # Claude Code, started without it, passes on as it is.
+    project = pasted_project(
+        tmp_path, claude, model, orchestrator, COCKPIT_API_TOKEN="tok-only-in-the-shell"
+    )
+    assert "${COCKPIT_API_TOKEN}" in (project.dir / ".mcp.json").read_text()
+    project.trust()
+    sent = len(orchestrator.requests)
+    result = play(
+        project,
+        model,
+        [
+            Call(GATEWAY + "get_job_stats"),
+            Call(GATEWAY + "gateway_status", {"check_health": False}),
+        ],
+    )
+    out = results(result)
+    assert not out["get_job_stats"][1]
+    assert not any("authorization" in r.headers for r in orchestrator.requests[sent:])
+    problems = json.loads(out["gateway_status"][0])["problems"]
+    assert any(p.startswith("COCKPIT_API_TOKEN holds ${COCKPIT_API_TOKEN}") for p in problems)
+
+
+# The four workflows of the orchestrator design, end to end: each starts as the slash command
+# of its prompt; the stand-in model makes the calls the rendered prompt asks for, in its order
+# (picking ids out of earlier results where the prompt says "<...>"), mutations included, with
+# an approver as in a headless run. Each runs against a fresh orchestrator of its own.
+
+
+@pytest.fixture
+def fresh(tmp_path, claude, model) -> Iterator[tuple[Project, Any]]:
+    """A trusted project pasted from claude-config, against an orchestrator of its own."""
+    from gateway_orchestrator_testing import FakeOrchestrator
+
+    with FakeOrchestrator() as api:
+        project = pasted_project(tmp_path, claude, model, api)
+        project.trust()
+        yield project, api
+
+
+def workflow(
+    project: Project, model: StandInModel, command: str, steps: list[Call]
+) -> tuple[Result, str, dict[str, list[tuple[str, bool]]]]:
+    """Run ``/mcp__gateway__<command>`` with an approver, the model playing ``steps``. Returns
+    the run, the prompt Claude Code rendered, and every result per tool (text, is_error)."""
+    from gateway.prompts import mentioned_tools
+
+    model.reset([*steps, Say("done")])
+    result = project.run(f"/{GATEWAY}{command}", *approver_args(project), timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.server_status("gateway") == "connected", result.init
+    assert "stand-in script failed" not in result.final.get("result", ""), result.final
+    # The user's message: <command-name>/<command-args>, then the rendered prompt.
+    [rendered] = [t for t in model.user_texts() if "\n1. " in t and not t.startswith("<")]
+    # The script is the prompt's: every tool it calls is named there, in the same order.
+    tools = list(dict.fromkeys(s.tool.removeprefix(GATEWAY) for s in steps))
+    assert mentioned_tools(rendered, tools) == set(tools), rendered
+    assert sorted(tools, key=rendered.index) == tools, rendered
+    calls: dict[str, list[tuple[str, bool]]] = {}
+    for name, text, error in result.tool_results():
+        calls.setdefault(name.removeprefix(GATEWAY), []).append((text, error))
+    assert [n for n in calls] == tools, calls.keys()
+    mutations = [s.tool for s in steps if s.tool.removeprefix(GATEWAY) in MUTATIONS]
+    assert approvals(project) == mutations and denied(result) == set()
+    return result, rendered, calls
+
+
+MUTATIONS = {"approve_job", "resume_job_with_feedback", "assign_job", "create_job"}
+
+
+def ok(calls: dict[str, list[tuple[str, bool]]], tool: str, index: int = -1) -> Any:
+    text, error = calls[tool][index]
+    assert not error, f"{tool}: {text}"
+    return json.loads(text)
+
+
+def freshest_ready_agent(seen: Any) -> str:
+    """A model's pick among list_agents(status="ready"): the latest heartbeat."""
+    agents = seen.last(GATEWAY + "list_agents")["agents"]
+    return str(max(agents, key=lambda a: a["last_heartbeat"])["id"])
+
+
+@pytest.mark.e2e
+def test_workflow_frozen_review_reads_the_job_and_approves_it(fresh, model):
+    from gateway_orchestrator_testing.seed import JOB_PENDING_REVIEW as JOB
+
+    project, api = fresh
+    job = {"job_id": JOB}
+    _, rendered, calls = workflow(
+        project,
+        model,
+        f"review_frozen_job {JOB}",
+        [
+            Call(GATEWAY + "get_frozen_job", job),
+            Call(GATEWAY + "get_workspace_file", {**job, "path": "workspace.md"}),
+            Call(GATEWAY + "get_workspace_file", {**job, "path": "plan.md"}),
+            Call(GATEWAY + "get_todos", job),
+            Call(GATEWAY + "approve_job", job),
+        ],
+    )
+    # Gitea is installed but not configured: the review reads the workspace, not git history.
+    assert "get_job_diff" not in rendered and "list_job_tags" not in rendered
+    assert ok(calls, "get_frozen_job")["confidence"] == 0.85
+    assert "frozen for review" in ok(calls, "get_workspace_file", 0)["content"]
+    assert "Summarise audit-trail requirements" in ok(calls, "get_workspace_file", 1)["content"]
+    assert ok(calls, "approve_job")["status"] == "approved"
+    assert api.state.jobs[JOB].status == "completed"
+    assert f"job_{JOB}/output/job_completion.json" in api.state.files
+
+
+@pytest.mark.e2e
+def test_workflow_health_check_finds_stuck_jobs_and_puts_an_idle_agent_to_work(fresh, model):
+    from gateway_orchestrator_testing.seed import AGENT_READY, JOB_STUCK_CREATOR
+
+    project, api = fresh
+
+    def assign(seen: Any) -> dict[str, Any]:
+        waiting = seen.last(GATEWAY + "list_jobs")["jobs"]
+        return {"job_id": waiting[0]["id"], "agent_id": freshest_ready_agent(seen)}
+
+    _, _, calls = workflow(
+        project,
+        model,
+        "system_health_check",
+        [
+            Call(GATEWAY + "get_job_stats"),
+            Call(GATEWAY + "get_stuck_jobs"),
+            Call(GATEWAY + "list_agents", {"status": "ready"}),
+            Call(GATEWAY + "list_jobs", {"status": "created"}),
+            Call(GATEWAY + "assign_job", assign),
+        ],
+    )
+    assert ok(calls, "get_job_stats")["total_jobs"] == 12
+    assert JOB_STUCK_CREATOR in {j["id"] for j in ok(calls, "get_stuck_jobs")["jobs"]}
+    picked = ok(calls, "list_jobs")["jobs"][0]["id"]
+    assert ok(calls, "assign_job")["agent_id"] == AGENT_READY
+    assert api.state.jobs[picked].status == "processing"
+    assert api.state.jobs[picked].assigned_agent_id == AGENT_READY
+    assert api.state.agents[AGENT_READY].current_job_id == picked
+
+
+@pytest.mark.e2e
+def test_workflow_citation_verification_sends_the_job_back_with_feedback(fresh, model):
+    from gateway_orchestrator_testing.seed import AGENT_WORKING
+    from gateway_orchestrator_testing.seed import JOB_PROCESSING as JOB
+
+    project, api = fresh
+    # The agent has finished its phases: the job waits for review, the agent is idle.
+    api.state.freeze_job(JOB, summary="Sources collected and cited.")
+    api.state.agents[AGENT_WORKING].status = "completed"
+    api.state.agents[AGENT_WORKING].current_job_id = None
+    job = {"job_id": JOB}
+
+    def failed(seen: Any) -> dict[str, Any]:
+        return {"citation_id": seen.last(GATEWAY + "list_job_citations")["citations"][0]["id"]}
+
+    def its_source(seen: Any) -> dict[str, Any]:
+        return {"source_id": seen.last(GATEWAY + "get_citation_detail")["source_id"]}
+
+    def feedback(seen: Any) -> dict[str, Any]:
+        detail = seen.last(GATEWAY + "get_citation_detail")
+        note = f"Citation {detail['id']}: {detail['verification_notes']} Re-check it."
+        return {**job, "feedback": note}
+
+    _, _, calls = workflow(
+        project,
+        model,
+        f"verify_citations {JOB}",
+        [
+            Call(GATEWAY + "get_citation_stats", job),
+            Call(GATEWAY + "list_job_citations", {**job, "verification_status": "failed"}),
+            Call(GATEWAY + "get_citation_detail", failed),
+            Call(GATEWAY + "get_source_detail", its_source),
+            Call(GATEWAY + "search_job_sources", {**job, "query": "Structured invoice format"}),
+            Call(GATEWAY + "get_source_annotations", lambda seen: {**job, **its_source(seen)}),
+            Call(GATEWAY + "resume_job_with_feedback", feedback),
+        ],
+    )
+    assert ok(calls, "get_citation_stats")["citations_by_verification_status"]["failed"] == 1
+    assert ok(calls, "get_citation_detail")["id"] == 5
+    assert "REQ-ERECH-001" in ok(calls, "get_source_detail")["content"]
+    [hit] = ok(calls, "search_job_sources")["results"]
+    assert hit["source_id"] == 3 and "**Structured** **invoice** **format**" in hit["snippet"]
+    assert ok(calls, "resume_job_with_feedback")["status"] == "resumed"
+    assert api.state.jobs[JOB].status == "processing"
+    [resume] = [c for c in api.state.agent_calls if c.action == "resume"]
+    assert resume.payload["feedback"].startswith("Citation 5: The snapshot lists two")
+
+
+@pytest.mark.e2e
+def test_workflow_job_creation_creates_the_described_job_and_starts_it(fresh, model):
+    from gateway_orchestrator_testing.seed import AGENT_READY, DS_POSTGRES
+
+    project, api = fresh
+    jobs = set(api.state.jobs)
+
+    def create(seen: Any) -> dict[str, Any]:
+        # The task is the user's words after the command, as Claude Code shows them.
+        task = seen.text.split("<command-args>", 1)[1].split("</command-args>", 1)[0]
+        return {"description": task, "config_name": "researcher", "datasource_ids": [DS_POSTGRES]}
+
+    def assign(seen: Any) -> dict[str, Any]:
+        return {
+            "job_id": seen.last(GATEWAY + "create_job")["id"],
+            "agent_id": freshest_ready_agent(seen),
+        }
+
+    _, _, calls = workflow(
+        project,
+        model,
+        f"create_job_guided {TASK}",
+        [
+            Call(GATEWAY + "list_experts"),
+            Call(GATEWAY + "get_expert", {"expert_id": "researcher"}),
+            Call(GATEWAY + "list_datasources", {"type": "postgresql"}),
+            Call(GATEWAY + "create_job", create),
+            Call(GATEWAY + "list_agents", {"status": "ready"}),
+            Call(GATEWAY + "assign_job", assign),
+        ],
+    )
+    assert "researcher" in {e["id"] for e in ok(calls, "list_experts")["experts"]}
+    assert DS_POSTGRES in {d["id"] for d in ok(calls, "list_datasources")["datasources"]}
+    [new] = set(api.state.jobs) - jobs
+    created = api.state.jobs[new]
+    assert ok(calls, "create_job")["id"] == new
+    assert (created.description, created.config_name) == (TASK, "researcher")
+    assert any(d.job_id == new and d.type == "postgresql" for d in api.state.datasources.values())
+    assert (created.status, created.assigned_agent_id) == ("processing", AGENT_READY)

@@ -95,7 +95,11 @@ async def test_a_colliding_tool_costs_only_that_tool_and_providers_resolves_it(
     plugin_site, tmp_path
 ):
     plugin_site("aaa-jobs", {"aaa_jobs": "gwfx_aaa_jobs"}, {"gwfx_aaa_jobs": GET_JOB})
-    gw = make_gateway(plugins=["aaa_jobs", "orchestrator"], cwd=tmp_path)
+    gw = make_gateway(
+        plugins=["aaa_jobs", "orchestrator"],
+        env={"COCKPIT_API_URL": "http://127.0.0.1:9"},  # configured, so its tools are offered
+        cwd=tmp_path,
+    )
     orchestrator = gw.plugin("orchestrator")
     assert orchestrator is not None and orchestrator.state is PluginState.LOADED
     served = {t.name for t in gw.visible_tools()}

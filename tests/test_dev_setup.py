@@ -138,7 +138,8 @@ def test_serve_on_a_terminal_says_what_it_serves_and_ctrl_c_ends_it_quietly(tmp_
 @pytest.mark.skipif(not EXAMPLES_SITE.is_dir(), reason="run through `python3 dev.py test`")
 def test_dev_run_on_a_terminal_serves_and_ctrl_c_ends_it_quietly():
     shown, code = _on_a_terminal(
-        [sys.executable, str(REPO / "dev.py"), "run"], _env(MCP_GATEWAY_PLUGINS="queue,gitea")
+        [sys.executable, str(REPO / "dev.py"), "run"],
+        _env(MCP_GATEWAY_PLUGINS="queue,gitea", GITEA_URL="http://127.0.0.1:9"),
     )
     assert "serving 8 tools over stdio; Ctrl-C to stop" in shown, shown
     assert code == 0 and "Traceback" not in shown, shown

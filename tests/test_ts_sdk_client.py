@@ -44,7 +44,7 @@ def _drive(
     prompts: list[tuple[str, dict]] | None = None,
     **env: str,
 ) -> dict:
-    environment = {k: v for k, v in gateway_env(**env).items() if not k.startswith("GITEA_")}
+    environment = {k: v for k, v in gateway_env().items() if not k.startswith("GITEA_")} | env
     spec: dict[str, object] = {
         "command": sys.executable,
         "args": ["-m", "gateway.cli", "serve"],
@@ -95,6 +95,8 @@ def test_every_error_kind_reaches_the_typescript_client_with_its_code(
         PYTHONPATH=os.environ["PYTHONPATH"],
         MCP_GATEWAY_PLUGINS="errs,queue,gitea",
         MCP_GATEWAY_DENY_TOOLS="errs_denied",
+        # Listed although unconfigured: their errors meet the client's outputSchema checks.
+        MCP_GATEWAY_OFFER_UNCONFIGURED_TOOLS="1",
     )
     assert out["sdk"].startswith("1.")
     tools = out["tools"]
@@ -130,6 +132,8 @@ def test_prompts_and_instructions_reach_the_typescript_client(ts_sdk, tmp_path):
             ("no_such_prompt", {}),
         ],
         MCP_GATEWAY_PLUGINS="orchestrator,citations,gitea",
+        COCKPIT_API_URL="http://127.0.0.1:9",  # configured, so offered (never contacted)
+        GITEA_URL="http://127.0.0.1:9",
     )
     names = {p["name"] for p in out["prompt_list"]}
     assert {"review_frozen_job", "verify_citations"} <= names

@@ -121,6 +121,7 @@ def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         for k, v in os.environ.items()
         if k != "PYTHONPATH" and not k.startswith(("MCP_GATEWAY_", "VIRTUAL_ENV"))
     }
+    env["GITEA_URL"] = "http://127.0.0.1:9"  # configured, so its tools are offered (no I/O)
     return subprocess.run(
         [str(exe), *args], cwd=home, env=env, capture_output=True, text=True, timeout=120
     )

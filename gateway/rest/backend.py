@@ -42,7 +42,9 @@ class RestBackend:
     answer is not what this API sends). ``api_prefix`` is put before every path ("/api/v1").
     ``auth`` turns the settings into request headers (default: bearer token).
     ``down_message``: what tools answer when the backend refuses or drops connections (default:
-    a sentence naming ``title`` and its URL).
+    a sentence naming ``title`` and its URL). ``fallbacks``: tools, of any plugin, that give
+    part of what this API gives, each with what it gives ("reads …"): while the API is
+    unconfigured or down, its tools' errors name those the deployment offers.
     """
 
     name: str
@@ -55,6 +57,7 @@ class RestBackend:
     auth: Callable[[Any], Mapping[str, str]] = field(default=bearer_auth, compare=False)
     user_agent: str = "mcp-gateway"
     down_message: str | None = None
+    fallbacks: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def define(

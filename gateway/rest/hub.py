@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import build_settings
+from ..config import build_settings, unexpanded_problem
 from ..errors import ErrorCode, GatewayError
 from ..spec import HealthCheck
 from .backend import RestBackend
@@ -37,9 +37,17 @@ class BackendHub:
     """The core's REST backends: settings built once per name, clients opened on first use
     (so httpx is imported by the first call, not at start-up) and closed at shut-down."""
 
-    def __init__(self, plugin_tables: Callable[[str], dict[str, Any]], env: Mapping[str, str]):
+    def __init__(
+        self,
+        plugin_tables: Callable[[str], dict[str, Any]],
+        env: Mapping[str, str],
+        *,
+        unexpanded: Mapping[str, str] | None = None,
+    ):
         self._tables = plugin_tables
         self._env = env
+        #: variables left out of ``env`` as unexpanded ``${NAME}`` references (see config)
+        self._unexpanded = dict(unexpanded or {})
         self._entries: dict[str, _Entry] = {}
 
     def declare(self, backend: RestBackend, plugin: str) -> RestSettings:
@@ -91,15 +99,26 @@ class BackendHub:
                 ErrorCode.INTERNAL_ERROR,
                 f"backend {backend.name!r} was not declared by any loaded plugin",
             )
-        if not entry.settings.configured:
-            raise GatewayError(
-                ErrorCode.BACKEND_UNAVAILABLE, entry.backend.not_configured(), retryable=False
-            )
+        reason = self.not_configured(backend.name)
+        if reason is not None:
+            raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, reason, retryable=False)
         if entry.client is None:
             from .client import RestClient  # httpx is imported here, on first use
 
             entry.client = RestClient(entry.backend, entry.settings)
         return entry.client
+
+    def not_configured(self, name: str) -> str | None:
+        """Why the backend is not configured (``None`` when it is): its URL is unset, or holds
+        a reference to a variable the client did not have (then that variable is named)."""
+        entry = self._entries.get(name)
+        if entry is None or entry.settings.configured:
+            return None
+        variable = entry.settings.env_name("URL")
+        reference = self._unexpanded.get(variable)
+        if reference is None:
+            return entry.backend.not_configured()
+        return f"{entry.backend.title} is not configured: {unexpanded_problem(variable, reference)}"
 
     def health_check(self, backend: RestBackend) -> HealthCheck:
         """The one check of a backend, shared by every plugin that declares it."""
@@ -118,7 +137,7 @@ class BackendHub:
             check=check,
             backend=backend.name,
             timeout=min(5.0, settings.request_timeout),
-            not_configured=None if settings.configured else backend.not_configured(),
+            not_configured=self.not_configured(backend.name),
             shared=True,
         )
 

@@ -299,7 +299,14 @@ def assert_plugin_conforms(
     """
     workdir = Path(cwd or Path.cwd()).resolve()
     with _chdir(workdir):
-        gateway = make_gateway(plugins=[name], plugin_config=plugin_config, env=env, cwd=workdir)
+        # Every tool published, so every schema is checked, whether its backend is set or not.
+        gateway = make_gateway(
+            plugins=[name],
+            plugin_config=plugin_config,
+            env=env,
+            cwd=workdir,
+            offer_unconfigured_tools=True,
+        )
         anyio.run(_conformance, gateway, name, health_slack, server_name, calls, max_loop_block)
 
 

@@ -4,7 +4,9 @@ A real HTTP server on 127.0.0.1 (a thread). Claude Code 2.1 sends ``HEAD /`` as 
 connectivity check, then ``POST /v1/messages?beta=true`` with ``"stream": true`` for every
 turn of the main conversation. Each answer follows a per-test script: the n-th turn of a
 conversation (n = the assistant messages it already holds) plays the n-th step, a tool call
-or a text; past the script it says ``done``. Every request is recorded, so a test can read
+or a text; past the script it says ``done``. A call's arguments may be a function of what the
+model has seen so far (:class:`Seen`: the user's text, the earlier results), as a model picks
+an id out of a previous answer. Every request is recorded, so a test can read
 what Claude Code offered the model (tools and schemas, system prompt) and what it sent back
 (tool results, the rendered prompt of a slash command).
 """
@@ -13,18 +15,49 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What the model has read so far in a conversation: the user's text and, per tool (its
+    full name), the text of each result in order."""
+
+    text: str
+    results: dict[str, list[str]]
+
+    def last(self, tool: str) -> Any:
+        """The last result of ``tool``, decoded (results are JSON)."""
+        return json.loads(self.results[tool][-1])
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Seen:
+        names: dict[str, str] = {}
+        texts: list[str] = []
+        results: dict[str, list[str]] = {}
+        for message in body.get("messages", []):
+            for block in blocks(message):
+                kind = block.get("type")
+                if kind == "tool_use":
+                    names[block["id"]] = block["name"]
+                elif kind == "tool_result":
+                    name = names.get(block.get("tool_use_id", ""), "?")
+                    results.setdefault(name, []).append(text_of(block))
+                elif kind == "text" and message.get("role") == "user":
+                    texts.append(block.get("text", ""))
+        return cls("\n".join(texts), results)
+
+
+@dataclass(frozen=True)
 class Call:
-    """A turn in which the model calls one tool."""
+    """A turn in which the model calls one tool, with these arguments or those a function of
+    what it has seen gives."""
 
     tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, Any] | Callable[[Seen], dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -143,7 +176,13 @@ class StandInModel:
     def _step(self, body: dict[str, Any]) -> Step:
         done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
         with self._lock:
-            return self.script[done] if done < len(self.script) else Say("done")
+            step = self.script[done] if done < len(self.script) else Say("done")
+        if isinstance(step, Call) and callable(step.arguments):
+            try:
+                return Call(step.tool, step.arguments(Seen.of(body)))
+            except Exception as exc:  # the test reads this as the run's final text
+                return Say(f"stand-in script failed at {step.tool}: {type(exc).__name__}: {exc}")
+        return step
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self

@@ -22,13 +22,29 @@ def verify_citations(args: JobArgs, ctx: PromptContext) -> str:
         f"get_citation_stats({job}): how many citations are verified, failed, pending.",
         f'list_job_citations({job}, verification_status="failed"): the failed ones (then '
         '"pending" and "unverified" if few failed).',
-        "get_citation_detail(citation_id=<id>) for each: the claim, the quote, the locator and "
-        "why verification failed.",
-        "get_source_detail(source_id=<its source>): does the source text hold the quote?",
-        f'search_job_sources({job}, query="<the claim in a few words>"): is there better '
-        "evidence? Look at each hit's evidence label and reason.",
-        f"get_source_annotations({job}, source_id=<id>): what the agent noted on that source.",
     ]
+    # Each step names a tool this deployment offers (deny_tools may hide any of them).
+    optional = [
+        (
+            "get_citation_detail",
+            "get_citation_detail(citation_id=<id>) for each: the claim, the quote, the locator "
+            "and why verification failed.",
+        ),
+        (
+            "get_source_detail",
+            "get_source_detail(source_id=<its source>): does the source text hold the quote?",
+        ),
+        (
+            "search_job_sources",
+            f'search_job_sources({job}, query="<the claim in a few words>"): is there better '
+            "evidence? Look at each hit's evidence label and reason.",
+        ),
+        (
+            "get_source_annotations",
+            f"get_source_annotations({job}, source_id=<id>): what the agent noted on that source.",
+        ),
+    ]
+    steps += [step for tool, step in optional if ctx.has(tool)]
     approve, resume = ctx.has("approve_job"), ctx.has("resume_job_with_feedback")
     if approve or resume:
         options = []

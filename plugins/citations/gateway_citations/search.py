@@ -7,9 +7,10 @@ What the API leaves to the client, done here:
   note says so;
 - it labels hits HIGH/MEDIUM/LOW without saying why: each hit gets a reason from what the
   answer shows (the kind of match, its rank, the words highlighted);
-- its snippets mark matches as HTML (``<b>word</b>``): they become ``**word**``, and are cut
-  at ``snippet_chars`` (the requirements' open question: per-hit text is bounded, default 500)
-  with a ``[truncated]`` marker saying how much was left out.
+- its snippets mark matches as HTML (``<b>word</b>``): they become ``**word**``; a snippet
+  longer than ``snippet_chars`` (default and most 1,000: a paragraph; the API's own snippets
+  are rarely longer) keeps the window of that size that holds the most matches, centred on them, with
+  ``…`` where text was cut and a ``[truncated]`` marker saying how much.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from gateway.rest import RestContext, RestTool, Route, truncation_marker
 from .backend import COCKPIT, Args, JobId, SourceType, Wire, require_job
 
 Mode = Literal["hybrid", "keyword", "semantic"]
+# top_k hits of this size stay well within Claude Code's 25,000-token limit for a result.
 SNIPPET_MAX = 1000
+ELLIPSIS = "…"
 
 _HIGHLIGHT = re.compile(r"<b>(.*?)</b>", re.DOTALL)
 _STRENGTH = {"HIGH": "strong", "MEDIUM": "moderate", "LOW": "weak"}
@@ -39,7 +42,9 @@ class SearchArgs(Args):
     source_type: SourceType | None = None
     tags: str | None = Field(None, max_length=500, description="Comma-separated; all must match.")
     top_k: int = Field(10, ge=1, le=50, description="Max hits.")
-    snippet_chars: int = Field(500, ge=50, le=SNIPPET_MAX, description="Max chars per snippet.")
+    snippet_chars: int = Field(
+        1000, ge=50, le=SNIPPET_MAX, description="Max chars per snippet, centred on the matches."
+    )
 
     @field_validator("query")
     @classmethod
@@ -106,19 +111,61 @@ SEARCH = Route(
 
 
 def plain_snippet(snippet: str, limit: int) -> str:
-    """``<b>x</b>`` as ``**x**``, cut to at most ``limit`` characters (at a space when one is
-    near) with a marker saying how many were left out; a cut never leaves a ``**`` open."""
-    text = _HIGHLIGHT.sub(lambda m: f"**{m.group(1)}**", snippet)
+    """``<b>x</b>`` as ``**x**``; when longer than ``limit`` characters, the window of at most
+    ``limit`` (``…`` included) that holds the most matches, centred on them and cut at spaces
+    where one is near, with a marker saying how many characters were left out. A cut never
+    leaves a ``**`` open."""
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []  # where each match is in the plain text
+    size = last = 0
+    for m in _HIGHLIGHT.finditer(snippet):
+        before, bold = snippet[last : m.start()], f"**{m.group(1)}**"
+        spans.append((size + len(before), size + len(before) + len(bold)))
+        parts += [before, bold]
+        size += len(before) + len(bold)
+        last = m.end()
+    parts.append(snippet[last:])
+    text = "".join(parts)
     if len(text) <= limit:
         return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    if cut.count("**") % 2:  # a highlight cut in two: it goes whole
-        cut = cut[: cut.rfind("**")]
-    cut = cut.rstrip()
-    return f"{cut} {truncation_marker(len(text) - len(cut), len(text))}"
+    room = limit - 2 * (len(ELLIPSIS) + 1)  # "… " before and " …" after
+    start, end = _window(text, spans, room)
+    middle = text[start:end].strip()
+    shown = (
+        (f"{ELLIPSIS} " if start > 0 else "") + middle + (f" {ELLIPSIS}" if end < len(text) else "")
+    )
+    return f"{shown} {truncation_marker(len(text) - len(middle), len(text))}"
+
+
+def _window(text: str, spans: list[tuple[int, int]], room: int) -> tuple[int, int]:
+    """``[start, end)`` of at most ``room`` characters around the densest run of matches."""
+    first, last, best = 0, -1, 0
+    j = 0
+    for i, (s, _) in enumerate(spans):
+        j = max(j, i)
+        while j + 1 < len(spans) and spans[j + 1][1] - s <= room:
+            j += 1
+        if spans[j][1] - s <= room and j - i + 1 > best:
+            first, last, best = i, j, j - i + 1
+    if best:
+        lo, hi = spans[first][0], spans[last][1]
+        start = max(0, min(lo - (room - (hi - lo)) // 2, len(text) - room))
+    else:  # no match fits (or none at all): the beginning
+        lo = hi = start = 0
+    end = min(len(text), start + room)
+    # At a space when one is near, never cutting into the matches the window is for.
+    space = text.find(" ", start, lo) if start > 0 else -1
+    if space != -1 and space - start < room // 4:
+        start = space + 1
+    space = text.rfind(" ", hi, end) if end < len(text) else -1
+    if space != -1 and end - space < room // 4:
+        end = space
+    for s, e in spans:  # a match the window cuts is left out whole
+        if s < start < e:
+            start = e
+        if s < end < e:
+            end = s
+    return start, max(start, end)
 
 
 def matched_words(snippet: str | None) -> list[str]:

@@ -132,7 +132,8 @@ def test_the_runtime_dependencies_are_the_core_and_pydantic_only():
 
 @pytest.mark.anyio
 async def test_the_eight_tools_cost_the_model_at_most_the_budget(tmp_path, capsys):
-    gw = make_gateway(plugins=["citations"], env={}, cwd=tmp_path)
+    env = {"COCKPIT_API_URL": "http://127.0.0.1:9"}  # configured: its tools are offered
+    gw = make_gateway(plugins=["citations"], env=env, cwd=tmp_path)
     async with gw, gateway_client(gw) as client:
         listed = [t for t in (await client.list_tools()).tools if t.name in TOOLS]
     sizes = {t.name: context_bytes(t) for t in listed}

@@ -378,7 +378,7 @@ async def test_each_hit_has_its_evidence_label_with_a_reason_and_a_plain_snippet
         assert "**retention**" in hit["snippet"].lower() or "**Retention**" in hit["snippet"]
 
 
-async def test_snippets_are_cut_at_snippet_chars_with_a_marker(cit_gateway, orch):
+async def test_snippets_are_cut_at_snippet_chars_around_a_match_with_a_marker(cit_gateway, orch):
     gw = cit_gateway()
     async with gw:
         result = (
@@ -394,11 +394,28 @@ async def test_snippets_are_cut_at_snippet_chars_with_a_marker(cit_gateway, orch
     for hit in result["results"]:
         text, _, marker = hit["snippet"].partition(" [truncated] ")
         assert len(text) <= 80 and text.count("**") % 2 == 0
+        assert "**retention**" in text.lower()
         assert (
             marker.endswith(" characters not shown") and int(marker.split()[0].replace(",", "")) > 0
         )
     for hit in default["results"]:
-        assert len(hit["snippet"].partition(" [truncated] ")[0]) <= 500
+        assert len(hit["snippet"].partition(" [truncated] ")[0]) <= 1000
+
+
+async def test_the_default_snippet_holds_a_paragraph_and_the_match_past_500_characters(
+    cit_gateway, orch
+):
+    # The API's snippet: a fragment around "immutability", then one around "conversion" that
+    # starts past character 400; the old 500-character cut ended just before the match.
+    args = {"job_id": JOB, "query": "immutability conversion"}
+    gw = cit_gateway()
+    async with gw:
+        whole = (await call(gw, "search_job_sources", args)).payload["results"][0]["snippet"]
+        narrow = (await call(gw, "search_job_sources", {**args, "snippet_chars": 300})).payload
+    assert "[truncated]" not in whole and whole.index("**conversion**") > 450
+    text = narrow["results"][0]["snippet"].partition(" [truncated] ")[0]
+    assert text.startswith("… ") and text.endswith(" …") and len(text) <= 300
+    assert "**conversion**" in text and "**Immutability**" in text  # both matches, centred
 
 
 async def test_search_filters_go_on_the_wire_and_tags_are_normalized(cit_gateway, orch):
@@ -502,7 +519,7 @@ async def test_an_answer_of_another_shape_is_a_backend_error_naming_the_field(ci
     ),
     limit=st.integers(50, 1000),
 )
-def test_plain_snippets_never_exceed_the_limit_nor_leave_bold_open(words, limit):
+def test_plain_snippets_keep_the_most_matches_and_leave_no_bold_open(words, limit):
     raw = " ".join(f"<b>{w}</b>" if bold else w for w, bold in words)
     text, _, marker = plain_snippet(raw, limit).partition(" [truncated] ")
     plain = raw.replace("<b>", "**").replace("</b>", "**")
@@ -510,9 +527,20 @@ def test_plain_snippets_never_exceed_the_limit_nor_leave_bold_open(words, limit)
     assert text.count("**") % 2 == 0
     if len(plain) <= limit:
         assert (text, marker) == (plain, "")
-    else:
-        assert len(text) <= limit and plain.startswith(text)
-        assert marker == f"{len(plain) - len(text):,} of {len(plain):,} characters not shown"
+        return
+    middle = text.removeprefix("… ").removesuffix(" …")
+    assert len(text) <= limit and middle in plain
+    assert text.startswith("… ") is not plain.startswith(middle)
+    assert text.endswith(" …") is not plain.endswith(middle)
+    assert marker == f"{len(plain) - len(middle):,} of {len(plain):,} characters not shown"
+    # No window of the same size holds more whole matches.
+    room = limit - 4
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\*\*.*?\*\*", plain, re.DOTALL)]
+    most = max(
+        (sum(1 for s, e in spans if a <= s and e <= a + room) for a in range(len(plain))),
+        default=0,
+    )
+    assert middle.count("**") // 2 >= most
 
 
 def test_json_of_a_snippet_is_what_a_model_reads():

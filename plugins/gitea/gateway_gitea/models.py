@@ -129,6 +129,9 @@ GITEA = RestBackend(
     auth=gitea_auth,
     user_agent="mcp-gateway-gitea",
     down_message=UNAVAILABLE,
+    fallbacks=(
+        ("get_workspace_file", "(orchestrator) reads a job's files as they are now, no history"),
+    ),
 )
 
 

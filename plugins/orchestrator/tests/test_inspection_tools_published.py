@@ -17,7 +17,9 @@ BUDGET = 5_947
 
 @pytest.fixture
 async def listed(tmp_path):
-    gw = make_gateway(plugins=["orchestrator"], env={}, cwd=tmp_path)
+    # Configured, so its tools are offered (the URL is never contacted: listing does no I/O).
+    env = {"COCKPIT_API_URL": "http://127.0.0.1:9"}
+    gw = make_gateway(plugins=["orchestrator"], env=env, cwd=tmp_path)
     async with gw, gateway_client(gw) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     return {name: tools[name] for name in INSPECTION_TOOLS}
