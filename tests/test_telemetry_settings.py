@@ -157,6 +157,24 @@ def test_missing_sdk_or_exporter_is_a_clear_error(monkeypatch):
         build_telemetry(on, Sanitizer(), {})
 
 
+def test_a_gateway_without_telemetry_never_imports_opentelemetry():
+    # What `mcp-gateway call` and `health` do: build, start, call, stop; no MCP server.
+    code = (
+        "import sys, anyio\n"
+        "from gateway.testing import make_gateway\n"
+        "gw = make_gateway(plugins=['queue'], env={'OTEL_TRACES_EXPORTER': 'otlp'})\n"
+        "async def main():\n"
+        "    async with gw:\n"
+        "        return await gw.call('bulk_read_new_jobs', {})\n"
+        "anyio.run(main)\n"
+        "print([m for m in sys.modules if m.startswith('opentelemetry')])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_off_never_imports_the_sdk():
     code = (
         "import sys\n"
