@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -157,38 +158,38 @@ def test_missing_sdk_or_exporter_is_a_clear_error(monkeypatch):
         build_telemetry(on, Sanitizer(), {})
 
 
+def _loaded_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules starting with ``prefixes`` that running ``code`` in a fresh interpreter
+    imported."""
+    code += f"\nprint([m for m in __import__('sys').modules if m.startswith({prefixes!r})])\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return list(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
+
+
 def test_a_gateway_without_telemetry_never_imports_opentelemetry():
     # What `mcp-gateway call` and `health` do: build, start, call, stop; no MCP server.
     code = (
-        "import sys, anyio\n"
+        "import anyio\n"
         "from gateway.testing import make_gateway\n"
         "gw = make_gateway(plugins=['queue'], env={'OTEL_TRACES_EXPORTER': 'otlp'})\n"
         "async def main():\n"
         "    async with gw:\n"
         "        return await gw.call('bulk_read_new_jobs', {})\n"
-        "anyio.run(main)\n"
-        "print([m for m in sys.modules if m.startswith('opentelemetry')])\n"
+        "anyio.run(main)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert out.stdout.strip() == "[]", out.stdout
+    assert _loaded_after(code, ("opentelemetry",)) == []
 
 
 def test_off_never_imports_the_sdk():
     code = (
-        "import sys\n"
         "import gateway.server, gateway.telemetry as t\n"
         "from gateway.errors import Sanitizer\n"
         "s = t.TelemetrySettings.load({}, {'OTEL_TRACES_EXPORTER': 'otlp'})\n"
         "telemetry = t.build_telemetry(s, Sanitizer(), {})\n"
         "assert telemetry is t.OFF\n"
-        "with telemetry.tool_call('x') as call: call.finish('TIMEOUT')\n"
-        "loaded = [m for m in sys.modules if m.startswith(('opentelemetry.sdk', "
-        "'opentelemetry.exporter', 'google.protobuf', 'requests'))]\n"
-        "print(loaded)\n"
+        "with telemetry.tool_call('x') as call: call.finish('TIMEOUT')"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert out.stdout.strip() == "[]", out.stdout
+    sdk = ("opentelemetry.sdk", "opentelemetry.exporter", "google.protobuf", "requests")
+    assert _loaded_after(code, sdk) == []
