@@ -5,20 +5,21 @@
 
 **Per call.** A gateway in this process served through the official SDK server and client in
 memory (``Client(server, mode="legacy")``: JSON-RPC framing, no pipes, so the difference is
-not drowned by stdio), with the telemetry wired the way the wiring plan wires it
-(``tests/telemetry_harness.py``). Three configurations, alternated round by round:
+not drowned by stdio). Three configurations, alternated round by round:
 
-* **baseline**: the gateway as it is today (the SDK's own span middleware, no provider);
-* **off**: telemetry wired, switched off (``OFF``: the SDK's span removed, no-op telemetry calls);
+* **baseline**: telemetry off with the SDK's own span middleware put back, as the gateway
+  served before telemetry was wired (no provider: the SDK's span is a no-op);
+* **off**: the gateway as it serves with telemetry off (``OFF``: the SDK's span removed,
+  no-op telemetry calls in the pipeline, the REST client and the jobs store);
 * **on**: telemetry on, exporting spans (batch) and metrics (every second) over OTLP/HTTP to a
   collector stand-in on 127.0.0.1 (``gateway.testing.otlp.OtlpCollector``).
 
 Two tools: ``echo`` (trivial, in-process) and the orchestrator plugin's ``get_job`` against
 its fake on 127.0.0.1 (one backend request, so one child span and one more metric point).
 
-**Start-up.** ``python -c`` importing the server and building the telemetry, 10 runs each:
-today (no telemetry module), off, off with the SDK made unimportable (a gateway installed
-without the ``otel`` extra), and on (SDK, exporters, providers).
+**Start-up.** ``python -c`` importing the server and building a gateway (no plugins), 10
+runs each: telemetry off, off with the SDK made unimportable (a gateway installed without the
+``otel`` extra), and on (SDK, exporters, providers).
 """
 
 from __future__ import annotations
@@ -35,20 +36,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gateway_orchestrator_testing import FakeOrchestrator
+from gateway_orchestrator_testing import seed as ids
+from mcp import Client
+from mcp.server._otel import OpenTelemetryMiddleware
+from pydantic import BaseModel, ConfigDict
+
+from gateway import PluginContext, Tier, ToolContext, ToolSpec, hookimpl
+from gateway.errors import Sanitizer
+from gateway.server import build_server
+from gateway.telemetry import OFF, Telemetry, TelemetrySettings, build_telemetry
+from gateway.testing import make_gateway
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-sys.path.insert(0, str(REPO / "tests"))  # the harness that wires the telemetry from outside
-
-from gateway_orchestrator_testing import FakeOrchestrator  # noqa: E402
-from gateway_orchestrator_testing import seed as ids  # noqa: E402
-from mcp import Client  # noqa: E402
-from pydantic import BaseModel, ConfigDict  # noqa: E402
-from telemetry_harness import trace_pipeline, traced_rest_client  # noqa: E402
-
-from gateway import PluginContext, Tier, ToolContext, ToolSpec, hookimpl  # noqa: E402
-from gateway.server import build_server  # noqa: E402
-from gateway.telemetry import OFF, TelemetrySettings, build_telemetry, instrument_server  # noqa: E402
-from gateway.testing import make_gateway  # noqa: E402
 
 RESULTS = BENCH / "results" / "telemetry.md"
 COLLECTOR = """
@@ -90,22 +91,24 @@ async def per_call(
     mode: str, api_url: str, collector_url: str, calls: int, cwd: Path
 ) -> dict[str, float]:
     env = {"COCKPIT_API_URL": api_url}
+    otel_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector_url, "OTEL_METRIC_EXPORT_INTERVAL": "1000"}
+
+    def telemetry(sanitizer: Sanitizer) -> Telemetry:
+        if mode != "on":
+            return OFF
+        settings = TelemetrySettings.load({"enabled": True}, otel_env)
+        return build_telemetry(settings, sanitizer, otel_env)
+
     gw = make_gateway(
-        plugins=["orchestrator", "bench"], objects={"bench": EchoPlugin()}, env=env, cwd=cwd
+        plugins=["orchestrator", "bench"],
+        objects={"bench": EchoPlugin()},
+        env=env,
+        cwd=cwd,
+        telemetry=telemetry,
     )
     server = build_server(gw)
-    telemetry = OFF
-    if mode == "on":
-        otel_env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": collector_url,
-            "OTEL_METRIC_EXPORT_INTERVAL": "1000",
-        }
-        telemetry = build_telemetry(
-            TelemetrySettings.load({"enabled": True}, otel_env), gw.sanitizer, otel_env
-        )
-    if mode != "baseline":
-        trace_pipeline(gw, telemetry)
-        instrument_server(server, telemetry, lambda n: gw.registry.get(n) is not None)
+    if mode == "baseline":
+        server.middleware[:] = [OpenTelemetryMiddleware()]
     out: dict[str, tuple[float, float]] = {}
     async with Client(server, mode="legacy") as client:
         for tool, args, n in (
@@ -123,34 +126,29 @@ async def per_call(
                 assert not result.is_error, result
             cpu = time.process_time() - cpu
             out[tool] = (statistics.median(times) * 1e6, cpu / n * 1e6)
-    telemetry.shutdown()
+    gw.telemetry.shutdown()
     return out
 
 
+_BUILD = (
+    "import gateway.server\n"
+    "from gateway.app import build_gateway\n"
+    "from gateway.config import load_config\n"
+    "gw = build_gateway(load_config(env={ENV}), entry_points=False)\n"
+    "assert gw.telemetry.enabled is {ON}\n"
+)
+_BLOCK_SDK = (
+    "import sys\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.startswith(('opentelemetry.sdk', 'opentelemetry.exporter')):\n"
+    "            raise ImportError(name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
 STARTUP = {
-    "today (no telemetry module)": "import gateway.server",
-    "off": (
-        "import gateway.server, gateway.telemetry as t\n"
-        "from gateway.errors import Sanitizer\n"
-        "t.build_telemetry(t.TelemetrySettings.load({}, {}), Sanitizer(), {})"
-    ),
-    "off, SDK not installed": (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.startswith(('opentelemetry.sdk', 'opentelemetry.exporter')):\n"
-        "            raise ImportError(name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import gateway.server, gateway.telemetry as t\n"
-        "from gateway.errors import Sanitizer\n"
-        "t.build_telemetry(t.TelemetrySettings.load({}, {}), Sanitizer(), {})"
-    ),
-    "on (SDK + OTLP exporter)": (
-        "import gateway.server, gateway.telemetry as t\n"
-        "from gateway.errors import Sanitizer\n"
-        "tel = t.build_telemetry(t.TelemetrySettings.load({'enabled': True}, {}), Sanitizer(), {})\n"
-        "assert tel.enabled"
-    ),
+    "off": _BUILD.format(ENV="{}", ON=False),
+    "off, SDK not installed": _BLOCK_SDK + _BUILD.format(ENV="{}", ON=False),
+    "on (SDK + OTLP exporter)": _BUILD.format(ENV="{'MCP_GATEWAY_TELEMETRY': '1'}", ON=True),
 }
 
 
@@ -191,7 +189,7 @@ def main() -> int:
     )
     assert collector.stdin is not None and collector.stdout is not None
     collector_url = collector.stdout.readline().strip()
-    with FakeOrchestrator() as api, tempfile.TemporaryDirectory() as tmp, traced_rest_client():
+    with FakeOrchestrator() as api, tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for mode in modes if r % 2 == 0 else tuple(reversed(modes)):
                 got = asyncio.run(per_call(mode, api.url, collector_url, args.calls, Path(tmp)))
@@ -224,12 +222,12 @@ def main() -> int:
                 f"| {on - b:+.0f} µs | {on / b:.3f} x |"
             )
     times = startup(args.startup_runs)
-    base = statistics.median(times["today (no telemetry module)"])
+    base = statistics.median(times["off"])
     lines += [
         "",
         f"## Start-up (`python -c …`, {args.startup_runs} runs each, alternated)",
         "",
-        "| configuration | median ms | min ms | vs today |",
+        "| configuration | median ms | min ms | vs off |",
         "|---|---|---|---|",
     ]
     for label, values in times.items():

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
@@ -30,21 +32,39 @@ from .prompts import PromptRegistry, RegisteredPrompt, render_prompt
 from .registry import RegisteredTool, Registry
 from .rest.hub import BackendHub
 from .spec import PluginContext, Tier, ToolContext, ToolSpec
+from .telemetry import Telemetry, build_telemetry, header_secrets
 
 BUILTIN = "gateway"
+#: Seconds :meth:`Gateway.stop` waits for the telemetry exporters to send what is pending.
+TELEMETRY_STOP_SECONDS = 5.0
+#: Builds a gateway's telemetry around its sanitizer (see ``Gateway(telemetry=...)``).
+TelemetryFactory = Callable[[Sanitizer], Telemetry]
 
 
 class Gateway:
     """Build with :func:`build_gateway`. Loading happens in the constructor and does no I/O
-    beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them."""
+    beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them.
 
-    def __init__(self, config: GatewayConfig, sources: list[PluginSource]) -> None:
+    ``telemetry`` builds the gateway's :class:`~gateway.telemetry.Telemetry` from its
+    sanitizer; by default it is what ``config.telemetry`` asks for (``TelemetryError`` when
+    that cannot run), exported until :meth:`stop`."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        sources: list[PluginSource],
+        *,
+        telemetry: TelemetryFactory | None = None,
+    ) -> None:
         self.config = config
         self.started_at = time.time()
         roots = [*config.data_roots, Path.cwd()]
         self.sanitizer = Sanitizer.from_environment(roots=roots, env=dict(config.env))
         if config.token is not None:
             self.sanitizer.add_secrets([config.token.get_secret_value()])
+        self.sanitizer.add_secrets(header_secrets(config.env))
+        # Before any plugin is imported: telemetry asked for but not installed stops here.
+        self.telemetry = (telemetry or self._configured_telemetry)(self.sanitizer)
         self.registry = Registry(config.providers, builtin=BUILTIN)
         self.health = HealthMonitor(
             self.sanitizer,
@@ -52,6 +72,7 @@ class Gateway:
             cache_seconds=config.health_cache_seconds,
             breaker_failures=config.breaker_failures,
             breaker_reset_seconds=config.breaker_reset_seconds,
+            on_breaker_change=self.telemetry.breaker_changed if self.telemetry.enabled else None,
         )
         self.policy = Policy(
             read_only=config.read_only,
@@ -74,8 +95,12 @@ class Gateway:
             default_timeout=config.default_timeout,
             debug=config.debug,
             unavailable_hint=self.meanwhile,
+            telemetry=self.telemetry,
         )
         self._started = False
+
+    def _configured_telemetry(self, sanitizer: Sanitizer) -> Telemetry:
+        return build_telemetry(self.config.telemetry, sanitizer, self.config.env)
 
     @property
     def plugins(self) -> list[PluginRecord]:
@@ -147,7 +172,13 @@ class Gateway:
             try:
                 await self.loader.close_resources()
             finally:
-                await self.backends.aclose()
+                try:
+                    await self.backends.aclose()
+                finally:
+                    if self.telemetry.enabled:
+                        await anyio.to_thread.run_sync(
+                            self.telemetry.shutdown, TELEMETRY_STOP_SECONDS
+                        )
 
     async def __aenter__(self) -> Gateway:
         await self.start()
@@ -264,10 +295,11 @@ def build_gateway(
     *,
     objects: dict[str, object] | None = None,
     entry_points: bool = True,
+    telemetry: TelemetryFactory | None = None,
 ) -> Gateway:
     """Load the installed plugins (``entry_points``) and/or plugin ``objects`` by name."""
     config = config or load_config()
     sources = entry_point_sources() if entry_points else []
     if objects:
         sources = sources + object_sources(objects)
-    return Gateway(config, sources)
+    return Gateway(config, sources, telemetry=telemetry)

@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import (
     ConfigError,
@@ -23,6 +23,11 @@ from .config import (
 )
 from .health import HealthResult
 from .hookspecs import ENTRY_POINT_GROUP
+
+if TYPE_CHECKING:
+    from .app import Gateway
+    from .errors import Sanitizer
+    from .telemetry import Telemetry
 
 BUILTIN = "gateway"
 #: A bearer token guarding a non-loopback address must be at least this long.
@@ -173,6 +178,23 @@ def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     check_plugin_tables(config, set(installed_plugins()) | config.consulted_tables)
 
 
+def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
+    """The gateway, its tables checked (``ConfigError``). Only a gateway that runs calls
+    (``serve``, ``call``) exports telemetry, as the process's providers: a plugin's own
+    OpenTelemetry spans then join the gateway's traces."""
+    from .app import build_gateway
+    from .telemetry import OFF, build_telemetry
+
+    def telemetry(sanitizer: Sanitizer) -> Telemetry:
+        if not traced:
+            return OFF
+        return build_telemetry(config.telemetry, sanitizer, config.env, install_global=True)
+
+    gateway = build_gateway(config, telemetry=telemetry)
+    _check_tables(gateway, config)
+    return gateway
+
+
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -206,12 +228,10 @@ def _main(argv: list[str] | None) -> int:
 def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[str], None]) -> int:
     import anyio
 
-    from .app import build_gateway
     from .logs import configure_logging
 
-    gateway = build_gateway(config)
     try:
-        _check_tables(gateway, config)
+        gateway = _build(config, traced=args.command == "call")
     except ConfigError as exc:
         return _config_error(exc)
     # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
@@ -366,7 +386,6 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 
 
 def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
-    from .app import build_gateway
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
@@ -376,9 +395,8 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
         interactive = sys.stdin is not None and sys.stdin.isatty()
         # Before any plugin is imported: from here on only the protocol reaches stdout.
         with protected_stdio() as wire:
-            gateway = build_gateway(config)
             try:
-                _check_tables(gateway, config)
+                gateway = _build(config, traced=True)
             except ConfigError as exc:
                 return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
@@ -401,9 +419,8 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
             )
         )
     with stdout_to_stderr():
-        gateway = build_gateway(config)
         try:
-            _check_tables(gateway, config)
+            gateway = _build(config, traced=True)
         except ConfigError as exc:
             return _config_error(exc)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)

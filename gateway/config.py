@@ -11,9 +11,13 @@ default_timeout = 30
 [plugins.gitea]
 url = "http://127.0.0.1:3000"
 token = { "$env" = "GITEA_TOKEN" }   # secrets come from the environment
+
+[telemetry]                # OpenTelemetry; see gateway.telemetry.settings
+enabled = true
 ```
 Core variables are ``MCP_GATEWAY_*``; plugins declare their own (``GITEA_URL``) with
-:func:`env_field`. Precedence: environment, then file, then defaults.
+:func:`env_field`; ``[telemetry]`` also reads the standard ``OTEL_*`` ones. Precedence:
+environment, then file, then defaults.
 
 Every mistake is a :class:`ConfigError` whose message is one line: where the value came from
 (``file:line`` or the variable), the setting, what is wrong and the closest valid name.
@@ -27,7 +31,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -42,13 +46,17 @@ from pydantic import (
 
 from .configfile import TomlLines, closest
 
+if TYPE_CHECKING:
+    # Imported where it is used: the telemetry settings build on this module.
+    from .telemetry.settings import TelemetrySettings
+
 ENV_PREFIX = "MCP_GATEWAY_"
 ConfirmEachCall = Literal["destructive", "mutations", "none"]
 #: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-SECTIONS = ("gateway", "plugins")
+SECTIONS = ("gateway", "plugins", "telemetry")
 
 
 class ConfigError(Exception):
@@ -143,6 +151,7 @@ class GatewayConfig(GatewaySettings):
     audit_log: Path = Field(default_factory=lambda: default_audit_log(os.environ))
     plugin_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=lambda: dict(os.environ))
+    telemetry: TelemetrySettings = Field(default_factory=lambda: _telemetry({}, {}))
     source: str = "embedded defaults"
     #: Variables left out of ``env`` because they hold a reference to an unset variable
     #: (``${NAME}``, as Claude Code leaves it), with the ``NAME`` each refers to.
@@ -215,10 +224,18 @@ def label(where: str, key: str, table: str = "gateway") -> str:
     return where if where.startswith(ENV_PREFIX) else f"{where}: [{table}] {key}"
 
 
-def _reason(key: str, error: Mapping[str, Any]) -> str:
+def value_reason(
+    key: str,
+    error: Mapping[str, Any],
+    model: type[BaseModel] | None = None,
+    *,
+    hidden: frozenset[str] = frozenset({"token"}),
+) -> str:
+    """Why the value of setting ``key`` of ``model`` (default :class:`GatewaySettings`) does
+    not fit, from pydantic's ``error``: one phrase, with the value unless ``key`` is hidden."""
     value = error.get("input")
     text = repr(value[:60]) if isinstance(value, str) else str(value)[:60]
-    shown = "" if key == "token" else f", not {text}"
+    shown = "" if key in hidden else f", not {text}"
     kind = error["type"]
     if kind in ("bool_parsing", "bool_type"):
         return f"must be true or false{shown}"
@@ -227,10 +244,20 @@ def _reason(key: str, error: Mapping[str, Any]) -> str:
     if kind in ("greater_than", "greater_than_equal"):
         return f"must be greater than {error['ctx'].get('gt', error['ctx'].get('ge')):g}{shown}"
     if kind == "literal_error":
-        choices = get_args(GatewaySettings.model_fields[key].annotation)
-        hint = closest(str(value), choices, upper=True)
+        choices = _literals((model or GatewaySettings).model_fields[key].annotation)
+        hint = closest(str(value), choices)
         return f"must be one of {', '.join(choices)}{shown}{hint}"
+    if kind == "value_error":
+        return f"{error['ctx']['error']}{shown}"
     return f"{error['msg'][:1].lower()}{error['msg'][1:]}{shown}"
+
+
+def _literals(annotation: Any) -> tuple[str, ...]:
+    """The strings a ``Literal`` (or a tuple of one) allows."""
+    args = get_args(annotation)
+    if args and all(isinstance(a, str) for a in args):
+        return args
+    return tuple(c for a in args for c in _literals(a))
 
 
 def _validate(values: dict[str, Any], origins: Mapping[str, str]) -> GatewaySettings:
@@ -241,7 +268,7 @@ def _validate(values: dict[str, Any], origins: Mapping[str, str]) -> GatewaySett
         key = str(error["loc"][0]) if error["loc"] else "(settings)"
         item = ".".join(str(p) for p in error["loc"][1:])
         setting = label(origins.get(key, key), key) + (f"[{item}]" if item else "")
-        raise ConfigError(f"{setting}: {_reason(key, error)}") from None
+        raise ConfigError(f"{setting}: {value_reason(key, error)}") from None
 
 
 def _resolve_refs(value: Any, env: Mapping[str, str], where: str) -> Any:
@@ -279,7 +306,9 @@ def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
         if key in fields:
             raise ConfigError(f"{where}: {key} belongs in the [gateway] table")
         hint = closest(key, SECTIONS, template="[{}]")
-        raise ConfigError(f"{where}: unknown section [{key}] (known: [gateway], [plugins.*]){hint}")
+        raise ConfigError(
+            f"{where}: unknown section [{key}] (known: [gateway], [plugins.*], [telemetry]){hint}"
+        )
     for key in data.get("gateway", {}):
         if key not in fields:
             hint = closest(key, list(fields))
@@ -340,6 +369,13 @@ def load_config(
             k: _resolve_refs(v, env, f"{lines.where(('plugins', name, k))}: [plugins.{name}] {k}")
             for k, v in table.items()
         }
+
+    def telemetry_where(key: str) -> str:
+        return f"{lines.where(('telemetry', key))}: [telemetry] {key}"
+
+    telemetry_table = {
+        k: _resolve_refs(v, env, telemetry_where(k)) for k, v in data.get("telemetry", {}).items()
+    }
     roots = [(r if r.is_absolute() else base / r).resolve() for r in settings.data_roots]
     audit = settings.audit_log or default_audit_log(env)
     resolved: dict[str, Any] = {
@@ -348,10 +384,19 @@ def load_config(
         "plugin_tables": tables,
         "env": env,
         "unexpanded": unexpanded,
+        "telemetry": _telemetry(telemetry_table, env, telemetry_where),
         "source": source,
         "origins": origins,
     }
     return GatewayConfig.model_construct(**{**dict(settings), **resolved})
+
+
+def _telemetry(
+    table: Mapping[str, Any], env: Mapping[str, str], where: Any = None
+) -> TelemetrySettings:
+    from .telemetry.settings import TelemetrySettings
+
+    return TelemetrySettings.load(table, env, where=where)
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:

@@ -35,6 +35,8 @@ from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .rest.status import classify_exception
 from .spec import ProgressFn, Tier, ToolContext
+from .telemetry import OFF, CallTrace, Telemetry
+from .telemetry.scopes import NO_CALL
 
 log = logging.getLogger("gateway.pipeline")
 
@@ -56,6 +58,7 @@ class CallResult:
     tool: RegisteredTool | None = None
     encoded: str | None = None  # the compact JSON text, when the pipeline has it already
     backend_down: bool = False  # the error says the tool's backend itself is down
+    correlation_id: str | None = None  # of a call that passed validation (logs, audit, trace)
 
     @property
     def code(self) -> str:
@@ -99,6 +102,7 @@ class Pipeline:
         default_timeout: float,
         debug: bool = False,
         unavailable_hint: Callable[[RegisteredTool], str | None] | None = None,
+        telemetry: Telemetry = OFF,
     ) -> None:
         self.registry = registry
         self.policy = policy
@@ -109,6 +113,7 @@ class Pipeline:
         self.debug = debug
         #: what a tool's BACKEND_UNAVAILABLE errors add (the tools to use meanwhile)
         self.unavailable_hint = unavailable_hint
+        self.telemetry = telemetry
 
     def _error(
         self, err: GatewayError, tool: RegisteredTool | None, cid: str | None = None
@@ -124,7 +129,7 @@ class Pipeline:
             details=self._clean(err.details) if err.details else None,
             correlation_id=cid,
         )
-        return CallResult(payload, True, tool, backend_down=err.backend_down)
+        return CallResult(payload, True, tool, backend_down=err.backend_down, correlation_id=cid)
 
     def _clean(self, value: Any) -> Any:
         """Details are plugin data: sanitize every string in them too, so nothing slips out."""
@@ -145,9 +150,27 @@ class Pipeline:
         *,
         progress: ProgressFn | None = None,
     ) -> CallResult:
+        with self.telemetry.tool_call(name) as trace:
+            result = await self._call(name, arguments, progress, trace)
+            error = result.payload["error"] if result.is_error else None
+            trace.finish(
+                error["code"] if error else None,
+                message=error["message"] if error else None,
+                correlation_id=result.correlation_id,
+            )
+        return result
+
+    async def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        progress: ProgressFn | None,
+        trace: CallTrace,
+    ) -> CallResult:
         # 1. policy
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None:
+            trace.refused("unknown_tool")
             withheld = self.registry.why_withheld(name) if isinstance(name, str) else None
             return self._error(
                 GatewayError(
@@ -158,8 +181,16 @@ class Pipeline:
                 ),
                 None,
             )
+        trace.describe(
+            tool.name,
+            plugin=tool.plugin.name,
+            tier=tool.tier.value,
+            timeout=tool.spec.timeout or self.default_timeout,
+            backend=tool.spec.backend_name,
+        )
         hidden = self.policy.hidden_reason(tool)
         if hidden:
+            trace.refused("denied" if tool.name in self.policy.deny_tools else "read_only")
             return self._error(
                 GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}"), tool
             )
@@ -183,6 +214,7 @@ class Pipeline:
             }
         ):
             # Fail closed: a change nobody could trace afterwards is not made.
+            trace.refused("audit_unavailable")
             return self._error(
                 GatewayError(
                     ErrorCode.INTERNAL_ERROR,
@@ -207,13 +239,14 @@ class Pipeline:
                 )
 
         try:
-            result = await self._run(tool, args, cid, progress)
+            result = await self._run(tool, args, cid, progress, trace)
         except BaseException:
             # Only a cancellation of the call (the client's, shutdown's) gets here: the change
             # may be half done, and the log must say so, not leave STARTED alone.
             outcome("CANCELLED")
             raise
         outcome(result.code)
+        result.correlation_id = cid
         return result
 
     async def _run(
@@ -222,6 +255,7 @@ class Pipeline:
         args: BaseModel,
         cid: str,
         progress: ProgressFn | None,
+        trace: CallTrace = NO_CALL,
     ) -> CallResult:
         spec = tool.spec
         # 3. breaker (and "not configured") for the tool's backend
@@ -231,7 +265,9 @@ class Pipeline:
             try:
                 breaker = self.health.gate(backend)
             except GatewayError as err:
+                trace.breaker(self.health.breaker_states()[backend]["state"])
                 return self._error(err, tool)
+            trace.breaker(breaker.state.value)
 
         async def report(p: float, total: float | None, message: str | None) -> None:
             if progress is not None:

@@ -21,6 +21,7 @@ from .policy import Policy
 from .prompts import RegisteredPrompt
 from .registry import RegisteredTool
 from .stdio import Wire, json_rpc_streams
+from .telemetry.middleware import instrument_server
 
 log = logging.getLogger("gateway.server")
 
@@ -144,6 +145,13 @@ def build_server(gateway: Gateway) -> Server[Any]:
         on_call_tool=on_call_tool,
         on_list_prompts=on_list_prompts,
         on_get_prompt=on_get_prompt,
+    )
+    # The gateway's span per request in place of the SDK's (which is removed when off).
+    instrument_server(
+        server,
+        gateway.telemetry,
+        lambda name: gateway.registry.get(name) is not None,
+        lambda name: gateway.prompts.get(name) is not None,
     )
     return server
 

@@ -1,10 +1,9 @@
-"""The telemetry calls made the way the pipeline, the REST client, the health monitor and the
-server drive them, against a real gateway and the fake orchestrator (a real HTTP server),
-recorded by the SDK's in-memory exporter and reader."""
+"""Telemetry as the gateway records it itself: the pipeline, the REST client, the health
+monitor and the server, against a real gateway and the fake orchestrator (a real HTTP
+server), recorded in memory (``gateway.testing.telemetry.TelemetryRecorder``)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -13,76 +12,21 @@ import pytest
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
 from mcp import Client
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from telemetry_harness import trace_pipeline, traced_rest_client
 
 from gateway.app import Gateway
 from gateway.errors import Sanitizer
 from gateway.health import Breaker
 from gateway.server import build_server
-from gateway.telemetry import (
-    OFF,
-    Telemetry,
-    TelemetrySettings,
-    build_telemetry,
-    current,
-    instrument_server,
-)
+from gateway.telemetry import OFF, Telemetry, current
 from gateway.testing import make_gateway
 from gateway.testing.backends import Reply
+from gateway.testing.telemetry import TelemetryRecorder
 
 pytestmark = pytest.mark.anyio
 
 SECRET = "tok-9f8e7d6c5b4a39281706"  # the orchestrator token: the sanitizer knows it
-
-
-class Recorder:
-    """A :class:`Telemetry` whose spans and metrics stay in memory."""
-
-    def __init__(self, sanitizer: Sanitizer) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.reader = InMemoryMetricReader()
-        self.telemetry = build_telemetry(
-            TelemetrySettings(enabled=True),
-            sanitizer,
-            {},
-            span_exporter=self.exporter,
-            metric_reader=self.reader,
-        )
-
-    def spans(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def span(self, name: str) -> ReadableSpan:
-        found = [s for s in self.spans() if s.name == name]
-        assert len(found) == 1, [s.name for s in self.spans()]
-        return found[0]
-
-    def points(self, metric: str) -> list[tuple[dict[str, Any], float]]:
-        data = self.reader.get_metrics_data()
-        out = []
-        for rm in data.resource_metrics if data else []:
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == metric:
-                        for p in m.data.data_points:
-                            value = getattr(p, "count", None) or getattr(p, "value", 0)
-                            out.append((dict(p.attributes or {}), float(value)))
-        return out
-
-    def everything(self) -> str:
-        """Every name, attribute, event and status text recorded, and every metric point."""
-        parts = []
-        for s in self.spans():
-            parts += [s.name, json.dumps(dict(s.attributes or {}))]
-            parts += [s.status.description or ""]
-            parts += [e.name + json.dumps(dict(e.attributes or {})) for e in s.events]
-        data = self.reader.get_metrics_data()
-        parts.append(data.to_json() if data else "")
-        return "\n".join(parts)
 
 
 @pytest.fixture
@@ -91,23 +35,27 @@ def orch() -> Iterator[FakeOrchestrator]:
         yield api
 
 
-def _gateway(tmp_path: Any, api: FakeOrchestrator, **settings: Any) -> Gateway:
+def _gateway(
+    tmp_path: Any, api: FakeOrchestrator, telemetry: Any = None, **settings: Any
+) -> Gateway:
     env = {
         "COCKPIT_API_URL": api.url,
         "COCKPIT_API_TOKEN": SECRET,
         "COCKPIT_API_REQUEST_TIMEOUT": "0.5",
     }
-    return make_gateway(plugins=["orchestrator"], env=env, cwd=tmp_path, **settings)
+    return make_gateway(
+        plugins=["orchestrator"], env=env, cwd=tmp_path, telemetry=telemetry, **settings
+    )
 
 
 @pytest.fixture
-async def traced(tmp_path: Any, orch: FakeOrchestrator) -> AsyncIterator[tuple[Gateway, Recorder]]:
-    gw = _gateway(tmp_path, orch)
-    rec = Recorder(gw.sanitizer)
-    trace_pipeline(gw, rec.telemetry)
-    with traced_rest_client():
-        async with gw:
-            yield gw, rec
+async def traced(
+    tmp_path: Any, orch: FakeOrchestrator
+) -> AsyncIterator[tuple[Gateway, TelemetryRecorder]]:
+    rec = TelemetryRecorder()
+    gw = _gateway(tmp_path, orch, rec)
+    async with gw:
+        yield gw, rec
 
 
 def _child_of(child: ReadableSpan, parent: ReadableSpan) -> bool:
@@ -115,9 +63,13 @@ def _child_of(child: ReadableSpan, parent: ReadableSpan) -> bool:
     return child.parent.span_id == parent.context.span_id
 
 
+def _port(gw: Gateway) -> int:
+    return int(gw.config.env["COCKPIT_API_URL"].rsplit(":", 1)[1])
+
+
 async def test_read_call_is_one_span_with_the_backend_request_below(traced):
     gw, rec = traced
-    result = await gw.pipeline.call("get_job", {"job_id": ids.JOB_PROCESSING})
+    result = await gw.call("get_job", {"job_id": ids.JOB_PROCESSING})
     assert not result.is_error
     call = rec.span("tools/call get_job")
     attrs = dict(call.attributes or {})
@@ -129,7 +81,9 @@ async def test_read_call_is_one_span_with_the_backend_request_below(traced):
     assert attrs["mcp_gateway.tool.timeout"] == 30.0
     assert attrs["mcp_gateway.backend"] == "cockpit"
     assert attrs["mcp_gateway.breaker.state"] == "closed"
+    assert attrs["mcp_gateway.correlation_id"] == result.correlation_id
     assert "error.type" not in attrs and call.status.status_code is StatusCode.UNSET
+    assert call.parent is None  # no server span around a call made in process
 
     request = rec.span("GET /api/jobs/{job_id}")
     assert request.kind is SpanKind.CLIENT and _child_of(request, call)
@@ -138,7 +92,7 @@ async def test_read_call_is_one_span_with_the_backend_request_below(traced):
         "url.template": "/api/jobs/{job_id}",
         "mcp_gateway.backend": "cockpit",
         "server.address": "127.0.0.1",
-        "server.port": orch_port(gw),
+        "server.port": _port(gw),
         "http.response.status_code": 200,
     }
     # The job id (a path value) is in no attribute.
@@ -158,20 +112,16 @@ async def test_read_call_is_one_span_with_the_backend_request_below(traced):
     assert "error.type" not in http
 
 
-def orch_port(gw: Gateway) -> int:
-    url = gw.config.env["COCKPIT_API_URL"]
-    return int(url.rsplit(":", 1)[1])
-
-
 async def test_validation_error_is_the_calls_error_type_and_reaches_no_backend(traced):
     gw, rec = traced
-    result = await gw.pipeline.call("get_job", {"job_id": "not-a-uuid", "extra": 1})
+    result = await gw.call("get_job", {"job_id": "not-a-uuid", "extra": 1})
     assert result.code == "VALIDATION_ERROR"
     [call] = rec.spans()  # no request left the gateway
     assert call.name == "tools/call get_job"
     assert call.attributes["error.type"] == "VALIDATION_ERROR"
     assert call.status.status_code is StatusCode.ERROR
     assert call.status.description.startswith("Invalid arguments: job_id")
+    assert "mcp_gateway.breaker.state" not in call.attributes  # stopped before the breaker
     [(op, _)] = rec.points("mcp.server.operation.duration")
     assert op["error.type"] == "VALIDATION_ERROR" and op["gen_ai.tool.name"] == "get_job"
     assert rec.points("http.client.request.duration") == []
@@ -181,9 +131,7 @@ async def test_backend_timeout_marks_both_spans_and_opens_the_breaker(traced, or
     gw, rec = traced
     orch.mode = "hang"
     for _ in range(3):
-        assert (await gw.pipeline.call("get_job", {"job_id": ids.JOB_PROCESSING})).code == (
-            "TIMEOUT"
-        )
+        assert (await gw.call("get_job", {"job_id": ids.JOB_PROCESSING})).code == "TIMEOUT"
     calls = [s for s in rec.spans() if s.name == "tools/call get_job"]
     requests = [s for s in rec.spans() if s.name == "GET /api/jobs/{job_id}"]
     assert len(calls) == 3 and len(requests) == 3
@@ -208,7 +156,7 @@ async def test_backend_timeout_marks_both_spans_and_opens_the_breaker(traced, or
     assert [e.name for e in calls[2].events] == ["mcp_gateway.breaker.transition"]
     # The next call fails fast: the breaker state says why, no request is made.
     rec.exporter.clear()
-    refused = await gw.pipeline.call("get_job", {"job_id": ids.JOB_PROCESSING})
+    refused = await gw.call("get_job", {"job_id": ids.JOB_PROCESSING})
     assert refused.code == "BACKEND_UNAVAILABLE"
     [call] = rec.spans()
     assert call.attributes["mcp_gateway.breaker.state"] == "open"
@@ -221,10 +169,14 @@ async def test_backend_timeout_marks_both_spans_and_opens_the_breaker(traced, or
 
 async def test_mutation_call_says_its_tier_and_the_request_it_made(traced):
     gw, rec = traced
-    result = await gw.pipeline.call("cancel_job", {"job_id": ids.JOB_PROCESSING})
+    result = await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING})
     assert not result.is_error, result.payload
     call = rec.span("tools/call cancel_job")
     assert call.attributes["mcp_gateway.tool.tier"] == "mutation"
+    # The audit line and the span name the same call.
+    assert call.attributes["mcp_gateway.correlation_id"] == result.correlation_id
+    audit = gw.config.audit_log.read_text()
+    assert audit.count(f'"correlation_id":"{result.correlation_id}"') == 2, audit
     request = rec.span("PUT /api/jobs/{job_id}/cancel")
     assert _child_of(request, call)
     assert request.attributes["http.request.method"] == "PUT"
@@ -234,12 +186,11 @@ async def test_mutation_call_says_its_tier_and_the_request_it_made(traced):
 
 
 async def test_refused_calls_are_counted_by_reason(tmp_path, orch):
-    gw = _gateway(tmp_path, orch, deny_tools=["cancel_job"])
-    rec = Recorder(gw.sanitizer)
-    trace_pipeline(gw, rec.telemetry)
+    rec = TelemetryRecorder()
+    gw = _gateway(tmp_path, orch, rec, deny_tools=["cancel_job"])
     async with gw:
-        denied = await gw.pipeline.call("cancel_job", {"job_id": ids.JOB_PROCESSING})
-        unknown = await gw.pipeline.call(f"steal_{SECRET}", {})
+        denied = await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING})
+        unknown = await gw.call(f"steal_{SECRET}", {})
     assert (denied.code, unknown.code) == ("PERMISSION_DENIED", "NOT_FOUND")
     refused = sorted(rec.points("mcp_gateway.calls.refused"), key=lambda p: str(p[0]))
     assert refused == [
@@ -252,14 +203,37 @@ async def test_refused_calls_are_counted_by_reason(tmp_path, orch):
     assert SECRET not in rec.everything()
 
 
+async def test_read_only_and_a_broken_audit_log_are_refusals_too(tmp_path, orch):
+    rec = TelemetryRecorder()
+    gw = _gateway(tmp_path, orch, rec, read_only=True)
+    async with gw:
+        assert (await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING})).is_error
+    rec2 = TelemetryRecorder()
+    (tmp_path / "audit").mkdir()  # a folder where the log file should be: it cannot be written
+    gw = _gateway(tmp_path, orch, rec2, audit_log=str(tmp_path / "audit"))
+    async with gw:
+        result = await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING})
+    assert result.code == "INTERNAL_ERROR"
+    reasons = [
+        p["mcp_gateway.refusal.reason"]
+        for r in (rec, rec2)
+        for p, _ in r.points("mcp_gateway.calls.refused")
+    ]
+    assert reasons == ["read_only", "audit_unavailable"]
+    call = rec2.span("tools/call cancel_job")
+    assert call.attributes["mcp_gateway.correlation_id"] == result.correlation_id
+    assert not [r for r in orch.requests if r.method == "PUT"]  # refused before any request
+
+
 async def test_no_planted_secret_reaches_any_attribute(traced, orch):
     gw, rec = traced
-    # In an argument, in a tool name, echoed by the backend in an error, in a database error.
-    await gw.pipeline.call("get_job", {"job_id": SECRET})
-    await gw.pipeline.call(SECRET, {"token": SECRET})
+    # In an argument, in a tool name, echoed by the backend in an error.
+    await gw.call("get_job", {"job_id": SECRET})
+    await gw.call(SECRET, {"token": SECRET})
     orch.override(f"/api/jobs/{ids.JOB_PROCESSING}", Reply.json({"detail": SECRET}, 500))
-    echoed = await gw.pipeline.call("get_job", {"job_id": ids.JOB_PROCESSING})
+    echoed = await gw.call("get_job", {"job_id": ids.JOB_PROCESSING})
     assert echoed.is_error
+    # A message naming the secret, as a plugin's error might.
     with rec.telemetry.tool_call("get_job") as call:
         call.finish("BACKEND_ERROR", message=f"backend said Bearer {SECRET}")
     recorded = rec.everything()
@@ -267,17 +241,12 @@ async def test_no_planted_secret_reaches_any_attribute(traced, orch):
     assert SECRET not in recorded and "[REDACTED]" in recorded
 
 
-async def test_a_client_traceparent_is_continued_by_the_server_span(tmp_path, orch):
-    gw = _gateway(tmp_path, orch)
-    rec = Recorder(gw.sanitizer)
-    trace_pipeline(gw, rec.telemetry)
-    server = build_server(gw)
-    instrument_server(server, rec.telemetry, lambda name: gw.registry.get(name) is not None)
+async def test_a_client_traceparent_is_continued_by_the_server_span(traced):
+    gw, rec = traced
     trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     meta = {"traceparent": f"00-{trace_id}-{parent_id}-01"}
-    with traced_rest_client():
-        async with Client(server, mode="legacy") as client:
-            result = await client.call_tool("get_job", {"job_id": ids.JOB_PROCESSING}, meta=meta)
+    async with Client(build_server(gw), mode="legacy") as client:
+        result = await client.call_tool("get_job", {"job_id": ids.JOB_PROCESSING}, meta=meta)
     assert not result.is_error
     call = rec.span("tools/call get_job")
     assert call.kind is SpanKind.SERVER  # the middleware's span, which the pipeline added to
@@ -295,17 +264,30 @@ async def test_a_client_traceparent_is_continued_by_the_server_span(tmp_path, or
     assert methods == ["initialize", "notifications/initialized", "tools/call", "tools/list"]
 
 
-async def test_gateway_span_replaces_the_sdks_and_off_removes_it(tmp_path, orch):
-    gw = _gateway(tmp_path, orch)
-    rec = Recorder(gw.sanitizer)
-    server = build_server(gw)
-    assert [type(m).__name__ for m in server.middleware] == ["OpenTelemetryMiddleware"]
-    instrument_server(server, rec.telemetry, lambda name: True)
-    assert len(server.middleware) == 1
-    assert type(server.middleware[0]).__name__ != "OpenTelemetryMiddleware"
-    bare = build_server(gw)
-    instrument_server(bare, OFF, lambda name: True)
-    assert bare.middleware == []
+async def test_the_gateways_span_replaces_the_sdks_and_off_removes_it(tmp_path, orch):
+    rec = TelemetryRecorder()
+    on = build_server(_gateway(tmp_path, orch, rec))
+    [middleware] = on.middleware
+    assert type(middleware).__name__ != "OpenTelemetryMiddleware"
+    off = _gateway(tmp_path, orch)
+    assert off.telemetry is OFF
+    assert build_server(off).middleware == []
+
+
+async def test_health_checks_outside_a_call_are_not_traced_inside_one_they_are(traced):
+    gw, rec = traced
+    status = await gw.call("gateway_status", {"check_health": True})
+    assert not status.is_error
+    call = rec.span("tools/call gateway_status")
+    [probe] = rec.children(call)
+    assert probe.name.startswith("GET /") and probe.attributes["http.response.status_code"] == 200
+    # /readyz, `mcp-gateway health`: a probe every few seconds would bury the traces.
+    rec.exporter.clear()
+    [result] = await gw.health.run(use_cache=False)
+    assert result.ok, result
+    assert rec.spans() == []
+    [(_, count)] = rec.points("http.client.request.duration")
+    assert count == 1  # the probe of the call alone
 
 
 async def test_off_records_nothing_and_costs_a_shared_object():
@@ -328,8 +310,8 @@ async def test_off_records_nothing_and_costs_a_shared_object():
 async def test_sqlite_statements_are_recorded_by_kind_and_table_never_by_text(tmp_path):
     db = sqlite3.connect(tmp_path / "jobs.db")
     db.execute("CREATE TABLE jobs (id TEXT PRIMARY KEY, title TEXT)")
-    rec = Recorder(Sanitizer([SECRET]))
-    telemetry: Telemetry = rec.telemetry
+    rec = TelemetryRecorder()
+    telemetry: Telemetry = rec(Sanitizer([SECRET]))
     with telemetry.tool_call("list_jobs") as call:
         call.describe("list_jobs", plugin="queue", tier="read", timeout=5.0, backend=None)
         # Plugin code finds the running call's telemetry without a reference of its own.
@@ -362,9 +344,10 @@ async def test_sqlite_statements_are_recorded_by_kind_and_table_never_by_text(tm
 
 async def test_every_breaker_state_change_is_reported_once(tmp_path):
     now = [0.0]
-    rec = Recorder(Sanitizer())
+    rec = TelemetryRecorder()
+    telemetry = rec(Sanitizer())
     breaker = Breaker("cockpit", 2, 30.0, clock=lambda: now[0])
-    breaker.on_change = rec.telemetry.breaker_changed
+    breaker.on_change = telemetry.breaker_changed
     breaker.record_failure()
     breaker.record_failure()  # opens
     breaker.record_failure()  # stays open: no change to report
@@ -384,8 +367,9 @@ async def test_every_breaker_state_change_is_reported_once(tmp_path):
 
 
 async def test_a_request_without_a_route_template_is_named_by_its_method_alone():
-    rec = Recorder(Sanitizer())
-    with rec.telemetry.backend_request("gitea", "get", None, url="https://git.example") as req:
+    rec = TelemetryRecorder()
+    telemetry = rec(Sanitizer())
+    with telemetry.backend_request("gitea", "get", None, url="https://git.example") as req:
         req.status(404)
     span = rec.span("GET")
     assert dict(span.attributes or {}) == {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -44,7 +45,7 @@ def test_exporters_come_from_the_variables_before_the_table():
 
 
 def test_endpoints_follow_the_otlp_variable_rules():
-    table = {"endpoint": "http://collector.local:4318/"}
+    table = {"enabled": True, "endpoint": "http://collector.local:4318/"}
     settings = TelemetrySettings.load(table, {})
     assert settings.otlp_endpoint("traces", {}) == "http://collector.local:4318/v1/traces"
     assert settings.otlp_endpoint("metrics", {}) == "http://collector.local:4318/v1/metrics"
@@ -56,26 +57,69 @@ def test_endpoints_follow_the_otlp_variable_rules():
     assert settings.otlp_endpoint("metrics", own) == "https://otel.example:443/v1/metrics"
     default = TelemetrySettings.load(None, {})
     assert default.otlp_endpoint("traces", {}) == "http://localhost:4318/v1/traces"
-    grpc = TelemetrySettings.load(None, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    on = {"MCP_GATEWAY_TELEMETRY": "1"}
+    grpc = TelemetrySettings.load(None, {**on, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
     assert grpc.otlp_endpoint("traces", {}) == "http://localhost:4317"
 
 
+ON = {"MCP_GATEWAY_TELEMETRY": "1"}
+
+
 @pytest.mark.parametrize(
-    ("table", "env", "named"),
+    ("table", "env", "line"),
     [
-        (None, {"OTEL_TRACES_EXPORTER": "jaeger"}, "traces_exporter"),
-        (None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "endpoint"),
-        (None, {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "protocol"),
-        (None, {"MCP_GATEWAY_TELEMETRY": "maybe"}, "enabled"),
-        (None, {"OTEL_METRIC_EXPORT_INTERVAL": "0"}, "metric_export_interval_ms"),
-        ({"sample_everything": True}, {}, "sample_everything"),
+        (
+            None,
+            {**ON, "OTEL_TRACES_EXPORTER": "jaeger"},
+            "OTEL_TRACES_EXPORTER: must be one of otlp, console, none, not 'jaeger'",
+        ),
+        (
+            None,
+            {**ON, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:pw@"},
+            # The value is not shown: an endpoint may carry credentials.
+            "OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL such as "
+            "http://127.0.0.1:4318",
+        ),
+        (
+            None,
+            {**ON, "OTEL_EXPORTER_OTLP_PROTOCOL": "grcp"},
+            "OTEL_EXPORTER_OTLP_PROTOCOL: must be one of http/protobuf, grpc, not 'grcp'; "
+            "did you mean grpc?",
+        ),
+        (None, {"MCP_GATEWAY_TELEMETRY": "maybe"}, "MCP_GATEWAY_TELEMETRY: must be true or false"),
+        (
+            None,
+            {**ON, "OTEL_METRIC_EXPORT_INTERVAL": "0"},
+            "OTEL_METRIC_EXPORT_INTERVAL: must be greater than 0, not '0'",
+        ),
+        (
+            {"sample_everything": True},
+            {},
+            "[telemetry] sample_everything: unknown setting",
+        ),
+        (
+            {"enabled": True, "metrics_exporter": ["otlp", "prometheus"]},
+            {},
+            "[telemetry] metrics_exporter: must be one of otlp, console, none, not 'prometheus'",
+        ),
     ],
 )
-def test_a_bad_value_is_a_config_error_naming_the_setting(table, env, named):
+def test_a_bad_value_is_a_config_error_naming_the_setting_and_its_source(table, env, line):
     with pytest.raises(TelemetryError) as caught:
         TelemetrySettings.load(table, env)
-    assert str(caught.value).startswith("[telemetry] invalid settings: ")
-    assert named in str(caught.value)
+    assert str(caught.value).startswith(line), str(caught.value)
+    assert "user:pw" not in str(caught.value)
+
+
+def test_otel_variables_are_read_only_once_telemetry_is_on():
+    # Values meant for another program that the client started the gateway next to.
+    env = {"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_OTLP_ENDPOINT": "nope"}
+    assert not TelemetrySettings.load(None, env).active
+    with pytest.raises(TelemetryError, match=r"^OTEL_"):
+        TelemetrySettings.load({"enabled": True}, env)
+    # The kill switch makes the others irrelevant too.
+    off = TelemetrySettings.load({"enabled": True}, {**env, "OTEL_SDK_DISABLED": "true"})
+    assert not off.active
 
 
 def test_exporter_header_values_are_secrets_for_the_sanitizer():
@@ -114,20 +158,38 @@ def test_missing_sdk_or_exporter_is_a_clear_error(monkeypatch):
         build_telemetry(on, Sanitizer(), {})
 
 
+def _loaded_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules starting with ``prefixes`` that running ``code`` in a fresh interpreter
+    imported."""
+    code += f"\nprint([m for m in __import__('sys').modules if m.startswith({prefixes!r})])\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return list(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_gateway_without_telemetry_never_imports_opentelemetry():
+    # What `mcp-gateway call` and `health` do: build, start, call, stop; no MCP server.
+    code = (
+        "import anyio\n"
+        "from gateway.testing import make_gateway\n"
+        "gw = make_gateway(plugins=['queue'], env={'OTEL_TRACES_EXPORTER': 'otlp'})\n"
+        "async def main():\n"
+        "    async with gw:\n"
+        "        return await gw.call('bulk_read_new_jobs', {})\n"
+        "anyio.run(main)"
+    )
+    assert _loaded_after(code, ("opentelemetry",)) == []
+
+
 def test_off_never_imports_the_sdk():
     code = (
-        "import sys\n"
         "import gateway.server, gateway.telemetry as t\n"
         "from gateway.errors import Sanitizer\n"
         "s = t.TelemetrySettings.load({}, {'OTEL_TRACES_EXPORTER': 'otlp'})\n"
         "telemetry = t.build_telemetry(s, Sanitizer(), {})\n"
         "assert telemetry is t.OFF\n"
-        "with telemetry.tool_call('x') as call: call.finish('TIMEOUT')\n"
-        "loaded = [m for m in sys.modules if m.startswith(('opentelemetry.sdk', "
-        "'opentelemetry.exporter', 'google.protobuf', 'requests'))]\n"
-        "print(loaded)\n"
+        "with telemetry.tool_call('x') as call: call.finish('TIMEOUT')"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert out.stdout.strip() == "[]", out.stdout
+    sdk = ("opentelemetry.sdk", "opentelemetry.exporter", "google.protobuf", "requests")
+    assert _loaded_after(code, sdk) == []

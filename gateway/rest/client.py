@@ -23,6 +23,7 @@ import httpx
 
 from ..callstate import note_cancelled_waiting
 from ..errors import ErrorCode, GatewayError
+from ..telemetry import current
 from .backend import RestBackend
 from .settings import RestSettings
 from .status import Failure, StatusRule, backend_reason, status_error
@@ -141,11 +142,13 @@ class RestClient:
         json_body: Any = None,
         headers: Mapping[str, str] | None = None,
         what: str = "this request",
+        route: str | None = None,
     ) -> AsyncIterator[httpx.Response]:
         """An open response whose body is not read yet (for files), transport failures mapped.
 
         The caller reads the body (``aiter_bytes``) and checks the status itself; see
-        :meth:`read_capped` and :meth:`failure`.
+        :meth:`read_capped` and :meth:`failure`. ``route`` is the path's template
+        (``/api/jobs/{job_id}``), which telemetry records; a filled path never is.
         """
         kwargs: dict[str, Any] = {"params": _clean(params), "headers": headers}
         if json_body is not None:
@@ -153,11 +156,18 @@ class RestClient:
         attempts = len(_RETRY_BACKOFF) + 1 if method == "GET" else 1
         try:
             async with self.limiter:
-                resp = await self._send(method, path, kwargs, attempts, what)
-                try:
-                    yield resp
-                finally:
-                    await resp.aclose()
+                with current().backend_request(
+                    self.backend.name,
+                    method,
+                    None if route is None else self.backend.api_prefix + route,
+                    url=self.settings.url,
+                ) as trace:
+                    resp = await self._send(method, path, kwargs, attempts, what)
+                    trace.status(resp.status_code)
+                    try:
+                        yield resp
+                    finally:
+                        await resp.aclose()
         except anyio.get_cancelled_exc_class():
             # Cut off (by the tool's timeout) while waiting for this backend: its failure.
             note_cancelled_waiting(self.backend.name)
@@ -244,13 +254,17 @@ class RestClient:
         failure is a ``GatewayError``.
 
         ``path`` may hold ``{placeholders}`` filled from ``path_params`` (each value
-        percent-encoded as one segment). ``params`` with value ``None`` are left out;
+        percent-encoded as one segment); given ``path_params`` (even ``{}``), ``path`` is a
+        template and telemetry records it. ``params`` with value ``None`` are left out;
         ``json_body=None`` sends no body. ``status`` overrides the answer for given statuses
         (see :data:`StatusRule`); ``allow_null`` accepts an empty (``null``) answer.
         """
         values = {**(params or {}), **(path_params or {})}
         url = fill_path(path, path_params or {}) if "{" in path else path
-        async with self.stream(method, url, params=params, json_body=json_body, what=what) as resp:
+        route = path if path_params is not None else None
+        async with self.stream(
+            method, url, params=params, json_body=json_body, what=what, route=route
+        ) as resp:
             body = await self.read_capped(resp, what)
             code, headers = resp.status_code, resp.headers
         if code >= 300:

@@ -127,7 +127,9 @@ class BackendHub:
         async def check() -> str | None:
             client = self.client(backend)
             if backend.health_path is not None:
-                answer = await client.answer("GET", backend.health_path, what="its health check")
+                answer = await client.answer(
+                    "GET", backend.health_path, path_params={}, what="its health check"
+                )
                 if backend.health_detail is not None:
                     return backend.health_detail(answer.data)
             return f"{backend.title} answered at {settings.url}"

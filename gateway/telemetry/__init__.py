@@ -2,12 +2,15 @@
 
 Optional: the SDK and the OTLP exporter come with ``pip install 'mcp-plugin-gateway[otel]'``
 and are imported only when telemetry is switched on (``[telemetry] enabled`` or
-``MCP_GATEWAY_TELEMETRY=1``). Off, :data:`OFF` stands in and every call into it is a no-op.
+``MCP_GATEWAY_TELEMETRY=1``). Off, :data:`OFF` stands in and every call into it is a no-op;
+nothing of OpenTelemetry is imported.
 
-- :class:`TelemetrySettings`: the ``[telemetry]`` table with the ``OTEL_*`` variables on top.
-- :func:`build_telemetry`: the :class:`Telemetry` those settings ask for.
-- :func:`instrument_server`: one server span per MCP request, continuing the client's
-  ``traceparent`` from ``params._meta``.
+- :class:`TelemetrySettings`: the ``[telemetry]`` table with the ``OTEL_*`` variables on top
+  (``GatewayConfig.telemetry``).
+- :func:`build_telemetry`: the :class:`Telemetry` those settings ask for; the gateway builds
+  its own (``Gateway.telemetry``).
+- :func:`gateway.telemetry.middleware.instrument_server`: one server span per MCP request,
+  continuing the client's ``traceparent`` (``build_server`` installs it).
 - :meth:`Telemetry.tool_call`, :meth:`~Telemetry.backend_request`,
   :meth:`~Telemetry.db_statement`, :meth:`~Telemetry.breaker_changed`: what the pipeline,
   the REST client, the health monitor and plugins record; :func:`current` finds the
@@ -17,7 +20,6 @@ and are imported only when telemetry is switched on (``[telemetry] enabled`` or
 from __future__ import annotations
 
 from .core import OFF, Telemetry, current
-from .middleware import instrument_server, parent_context, server_middleware
 from .scopes import CallTrace, RequestTrace, StatementTrace
 from .sdk import build_telemetry
 from .settings import TelemetryError, TelemetrySettings, header_secrets
@@ -33,7 +35,4 @@ __all__ = [
     "build_telemetry",
     "current",
     "header_secrets",
-    "instrument_server",
-    "parent_context",
-    "server_middleware",
 ]

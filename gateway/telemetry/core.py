@@ -3,45 +3,46 @@ into.
 
 :data:`OFF` is what a gateway without telemetry holds: every method returns a shared object
 whose methods do nothing, so the pipeline calls the same code either way and pays a method
-call. Only :func:`gateway.telemetry.sdk.build_telemetry` imports the OpenTelemetry SDK; this
-module uses the API, which the ``mcp`` SDK imports anyway.
+call. Only :func:`gateway.telemetry.sdk.build_telemetry` imports the OpenTelemetry SDK, and the
+API is imported only by a telemetry that records: with telemetry off, a gateway that serves no
+MCP (``mcp-gateway call``, ``health``) never loads OpenTelemetry at all.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from opentelemetry import trace
-
 from . import names as n
 from .scopes import (
-    _ACTIVE,
-    _NO_CALL,
-    _NO_REQUEST,
-    _NO_STATEMENT,
+    ACTIVE,
+    NO_CALL,
+    NO_REQUEST,
+    NO_STATEMENT,
     CallTrace,
     Clean,
     Operation,
     RequestTrace,
     StatementTrace,
-    _BackendRequest,
-    _Statement,
-    _ToolCall,
 )
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
-    from opentelemetry.trace import Tracer
+    from opentelemetry.trace import Span, Tracer
 
     from ..errors import Sanitizer
+
+
+log = logging.getLogger("gateway.telemetry")
 
 
 def current() -> Telemetry:
     """The telemetry of the call running in this task, or :data:`OFF` outside calls. For code
     that has no reference of its own, such as a plugin's database layer."""
-    return _ACTIVE.get() or OFF
+    return ACTIVE.get() or OFF
 
 
 class Telemetry:
@@ -61,12 +62,18 @@ class Telemetry:
         flush: Callable[[], None] | None = None,
     ) -> None:
         self.enabled = (tracer is not None or meter is not None) and sanitizer is not None
-        self.tracer: Tracer = tracer or trace.NoOpTracer()
         self._shutdown = shutdown
         self._flush = flush
         if not self.enabled:
             return
         assert sanitizer is not None
+        from opentelemetry import trace
+
+        from . import recording
+
+        self._recording = recording
+        self._current_span: Callable[[], Span] = trace.get_current_span
+        self.tracer: Tracer = tracer or trace.NoOpTracer()
         self.clean = Clean(sanitizer)
         if meter is None:
             from opentelemetry.metrics import NoOpMeter
@@ -102,8 +109,8 @@ class Telemetry:
         """Around one pipeline call. Inside the server middleware's ``tools/call`` span it adds
         to that span; otherwise (``mcp-gateway call``, ``Gateway.call``) it opens its own."""
         if not self.enabled:
-            return _NO_CALL
-        return _ToolCall(self, name)
+            return NO_CALL
+        return self._recording.ToolCall(self, name)
 
     def record_operation(self, op: Operation, transport: str | None = None) -> None:
         attrs: dict[str, str] = {n.MCP_METHOD: op.method, **op.metric}
@@ -133,14 +140,14 @@ class Telemetry:
         backend's base URL, of which only host and port are kept. Query values and bodies are
         never recorded."""
         if not self.enabled:
-            return _NO_REQUEST
-        return _BackendRequest(self, backend, method, route, url, attempt)
+            return NO_REQUEST
+        return self._recording.BackendRequest(self, backend, method, route, url, attempt)
 
     def db_statement(self, sql: str, *, system: str = "sqlite") -> StatementTrace:
         """Around one SQL statement: its kind and table name are recorded, never its text."""
         if not self.enabled:
-            return _NO_STATEMENT
-        return _Statement(self, sql, system)
+            return NO_STATEMENT
+        return self._recording.Statement(self, sql, system)
 
     def breaker_changed(self, backend: str, previous: str, state: str) -> None:
         """A circuit breaker moved from ``previous`` to ``state``."""
@@ -150,7 +157,7 @@ class Telemetry:
         self.breaker_transitions.add(
             1, {n.BACKEND: name, n.BREAKER_STATE: state, n.BREAKER_PREVIOUS: previous}
         )
-        span = trace.get_current_span()
+        span = self._current_span()
         if span.is_recording():
             span.add_event(
                 "mcp_gateway.breaker.transition",
@@ -163,11 +170,34 @@ class Telemetry:
         if self._flush is not None:
             self._flush()
 
-    def shutdown(self) -> None:
-        """Export what is pending and stop the exporters (at gateway stop; idempotent)."""
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Export what is pending and stop the exporters (at gateway stop; idempotent).
+
+        With ``timeout``, returns after that many seconds at most: an unreachable collector
+        keeps the OTLP exporters retrying for 15 s, longer than a client waits for a server
+        to exit. What is not sent by then is dropped (the exporting thread is a daemon)."""
         stop, self._shutdown = self._shutdown, None
-        if stop is not None:
-            stop()
+        if stop is None:
+            return
+        if timeout is None:
+            _logged(stop)
+            return
+        worker = threading.Thread(
+            target=_logged, args=(stop,), name="mcp-gateway-telemetry-stop", daemon=True
+        )
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            log.warning(
+                "telemetry: the exporters did not finish within %g s; stopped anyway", timeout
+            )
+
+
+def _logged(stop: Callable[[], None]) -> None:
+    try:
+        stop()
+    except Exception as exc:  # an exporter's failure must not stop the gateway's shut-down
+        log.warning("telemetry: stopping the exporters failed: %s", type(exc).__name__)
 
 
 #: A gateway without telemetry.

@@ -9,7 +9,8 @@ the exception text and traceback of unexpected errors (absolute paths); (d) goes
 tracer provider, and records no metrics. With telemetry off the SDK's span is removed too, so
 an OpenTelemetry set up by someone else (``opentelemetry-instrument``) cannot record those.
 
-Like the SDK's, this span continues the ``traceparent`` a client puts in ``params._meta``.
+Like the SDK's, this span continues the ``traceparent`` a client puts in ``params._meta``;
+over HTTP, a ``traceparent`` header is continued when ``_meta`` carries none.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pydantic import ValidationError
 
 from . import names as n
 from .core import Telemetry
-from .scopes import _ACTIVE, CURRENT_OPERATION, Operation
+from .scopes import ACTIVE, CURRENT_OPERATION, Operation
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -93,9 +94,14 @@ def server_middleware(
             attrs[n.GEN_AI_PROMPT] = clean.value(name)
             target = clean.name(name) if known_prompt and known_prompt(name) else None
 
+        # The client's context from params._meta; over HTTP, else from the request's headers
+        # (what an HTTP client instrumented with OpenTelemetry sends by itself).
+        parent = parent_context(ctx.meta)
+        if parent is None and headers is not None:
+            parent = parent_context(headers)
         with tracer.start_as_current_span(
             f"{method} {target}" if target else method,
-            context=parent_context(ctx.meta),
+            context=parent,
             kind=SpanKind.SERVER,
             attributes=attrs,
             record_exception=False,
@@ -107,7 +113,7 @@ def server_middleware(
             elif target is not None:
                 op.metric[n.GEN_AI_PROMPT] = target
             op_token = CURRENT_OPERATION.set(op)
-            active_token = _ACTIVE.set(telemetry)
+            active_token = ACTIVE.set(telemetry)
             try:
                 result = await call_next(ctx)
                 # The pipeline states its own code; a call it did not describe still counts.
@@ -129,7 +135,7 @@ def server_middleware(
                 raise
             finally:
                 CURRENT_OPERATION.reset(op_token)
-                _ACTIVE.reset(active_token)
+                ACTIVE.reset(active_token)
                 telemetry.record_operation(op, transport)
 
     return observe

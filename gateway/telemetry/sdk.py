@@ -61,16 +61,22 @@ def build_telemetry(
     resource = Resource.create(
         {"service.name": settings.service_name, "service.version": __version__}
     )
+    # The gateway stops its providers itself (Gateway.stop): no exit handler of the SDK's, so
+    # a command that never served (a configuration error after start-up) exports nothing.
     tracer_provider = None
     if span_exporter is not None:
-        tracer_provider = TracerProvider(resource=resource)
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
     elif settings.exporters("traces"):
-        tracer_provider = TracerProvider(resource=resource)
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         for exporter in _span_exporters(settings, env):
             tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
     readers = [metric_reader] if metric_reader is not None else _metric_readers(settings, env)
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers) if readers else None
+    meter_provider = (
+        MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
+        if readers
+        else None
+    )
     if tracer_provider is None and meter_provider is None:
         log.warning("telemetry is on, but OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER are none")
         return OFF

@@ -18,13 +18,14 @@ the resource (``OTEL_RESOURCE_ATTRIBUTES``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..config import ConfigError, build_settings, env_field, settings_error
+from ..config import ConfigError, env_field, field_env_names, resolve_env_refs, value_reason
+from ..configfile import closest
 
 Exporter = Literal["otlp", "console", "none"]
 Protocol = Literal["http/protobuf", "grpc"]
@@ -104,15 +105,61 @@ class TelemetrySettings(BaseModel):
         return base if self.protocol == "grpc" else f"{base}/v1/{signal}"
 
     @classmethod
-    def load(cls, table: Mapping[str, Any] | None, env: Mapping[str, str]) -> TelemetrySettings:
-        """The ``[telemetry]`` table with the environment on top; :class:`TelemetryError`
-        naming the setting when a value does not fit."""
-        try:
-            settings = build_settings(cls, dict(table or {}), env)
-        except ValidationError as exc:
-            raise TelemetryError(f"[telemetry] {settings_error(exc)}") from None
-        assert isinstance(settings, cls)
+    def load(
+        cls,
+        table: Mapping[str, Any] | None,
+        env: Mapping[str, str],
+        *,
+        where: Callable[[str], str] | None = None,
+    ) -> TelemetrySettings:
+        """The ``[telemetry]`` table with the environment on top. A mistake is a
+        :class:`TelemetryError` of one line naming the setting and where its value came from:
+        the variable, or ``where(key)`` for the table's (``gw.toml:3: [telemetry] endpoint``).
+
+        The ``OTEL_*`` variables are read only when telemetry is switched on: a client passes
+        its own environment to the servers it starts, and a value meant for another program
+        (``OTEL_METRICS_EXPORTER=prometheus``) must not stop a gateway that exports nothing.
+        """
+        where = where or (lambda key: f"[telemetry] {key}")
+        values = resolve_env_refs(dict(table or {}), env)
+        for key in values:
+            if key not in cls.model_fields:
+                hint = closest(key, list(cls.model_fields))
+                raise TelemetryError(f"{where(key)}: unknown setting{hint}")
+        origins = {key: where(key) for key in values}
+        otel: dict[str, tuple[str, str]] = {}
+        for key, names in field_env_names(cls).items():
+            for name in names:
+                if env.get(name, "").strip():
+                    if name.startswith("OTEL_"):
+                        otel[key] = (name, env[name])
+                    else:
+                        values[key], origins[key] = env[name], name
+                    break
+        settings = cls._checked(values, origins, where)
+        # The kill switch first: once it is set, the other variables do not matter either.
+        for keys in (["sdk_disabled"], list(otel)):
+            if not settings.active or not any(key in otel for key in keys):
+                continue
+            for key in keys:
+                if key in otel:
+                    name, value = otel.pop(key)
+                    values[key], origins[key] = value, name
+            settings = cls._checked(values, origins, where)
         return settings
+
+    @classmethod
+    def _checked(
+        cls, values: dict[str, Any], origins: dict[str, str], where: Callable[[str], str]
+    ) -> TelemetrySettings:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            key = str(error["loc"][0])
+            # An endpoint may carry credentials (http://user:secret@host): never shown.
+            reason = value_reason(key, error, cls, hidden=frozenset({"endpoint"}))
+            raise TelemetryError(f"{origins.get(key, where(key))}: {reason}") from None
 
 
 def header_secrets(env: Mapping[str, str]) -> list[str]:

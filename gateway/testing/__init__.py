@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ..app import Gateway, build_gateway
+from ..app import Gateway, TelemetryFactory, build_gateway
 from ..config import load_config
 from ..errors import ErrorCode, GatewayError
 from ..plugins import PluginRecord, PluginState
@@ -47,10 +47,13 @@ def make_gateway(
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
     entry_points: bool = True,
+    telemetry: TelemetryFactory | None = None,
     **gateway_settings: Any,
 ) -> Gateway:
     """Build a gateway for tests. ``plugins`` restricts the installed plugins loaded (the
-    built-in ``gateway`` plugin is always there); ``env`` replaces the process environment."""
+    built-in ``gateway`` plugin is always there); ``env`` replaces the process environment;
+    ``telemetry`` builds the gateway's telemetry (a
+    :class:`gateway.testing.telemetry.TelemetryRecorder` keeps it in memory)."""
     cwd = Path(cwd or Path.cwd()).resolve()
     environment = dict(env if env is not None else os.environ)
     overrides = dict(gateway_settings)
@@ -65,7 +68,7 @@ def make_gateway(
         cwd=cwd,
     )
     config.plugin_tables = {k: dict(v) for k, v in (plugin_config or {}).items()}
-    return build_gateway(config, objects=objects, entry_points=entry_points)
+    return build_gateway(config, objects=objects, entry_points=entry_points, telemetry=telemetry)
 
 
 @contextmanager

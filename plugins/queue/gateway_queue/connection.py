@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 import aiosqlite
 import anyio
 
+from gateway.telemetry import current
+
 log = logging.getLogger("gateway_queue.store")
 
 T = TypeVar("T")
@@ -230,7 +232,9 @@ class Connection:
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one query and return its rows (waiting out a writer's commit if need be)."""
         db = self._db
-        rows = await self._retrying(lambda: db.execute_fetchall(sql, params))
+        with current().db_statement(sql) as trace:
+            rows = await self._retrying(lambda: db.execute_fetchall(sql, params))
+            trace.rows(len(rows))  # type: ignore[arg-type]  # a list of tuples, as below
         if self._snapshot is not None and self._snapshot.changed():
             raise SnapshotChanged()
         return rows  # type: ignore[return-value]  # a list of tuples: no row factory is set
@@ -246,16 +250,20 @@ class Connection:
         """Run one query and hand its rows to ``take`` until it returns ``False`` or the rows
         run out; only ``chunk`` rows are in memory at a time, however large the result."""
         db = self._db
-        cursor = await self._retrying(lambda: db.execute(sql, params))
-        try:
-            wanted = True
-            while wanted and (rows := await self._op(lambda: cursor.fetchmany(chunk))):
-                # Plain tuples: no row factory is set (as in fetchall above).
-                wanted = all(take(row) for row in rows)  # type: ignore[arg-type]
-        finally:
-            if not self._closed:
-                with anyio.CancelScope(shield=True):
-                    await self._op(cursor.close)
+        with current().db_statement(sql) as trace:
+            cursor = await self._retrying(lambda: db.execute(sql, params))
+            seen = 0
+            try:
+                wanted = True
+                while wanted and (rows := await self._op(lambda: cursor.fetchmany(chunk))):
+                    seen += len(rows)  # type: ignore[arg-type]  # a list, as in fetchall
+                    # Plain tuples: no row factory is set (as in fetchall above).
+                    wanted = all(take(row) for row in rows)  # type: ignore[arg-type]
+            finally:
+                if not self._closed:
+                    with anyio.CancelScope(shield=True):
+                        await self._op(cursor.close)
+            trace.rows(seen)
         if self._snapshot is not None and self._snapshot.changed():
             raise SnapshotChanged()
 
@@ -267,7 +275,8 @@ class Connection:
             cursor = await db.execute(sql, params)
             return cursor.rowcount
 
-        return await self._op(run)
+        with current().db_statement(sql):
+            return await self._op(run)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
         """Run one statement per row (one round trip); returns the rows changed in total."""
@@ -277,7 +286,8 @@ class Connection:
             cursor = await db.executemany(sql, rows)
             return cursor.rowcount
 
-        return await self._op(run)
+        with current().db_statement(sql):
+            return await self._op(run)
 
     async def set_progress_handler(self, handler: Callable[[], int | None] | None, n: int) -> None:
         db = self._db
@@ -301,11 +311,13 @@ class Connection:
                 raise
             await self.execute("RELEASE gateway_queue")
             return
-        await self._retrying(lambda: db.execute("BEGIN IMMEDIATE"))
+        with current().db_statement("BEGIN"):
+            await self._retrying(lambda: db.execute("BEGIN IMMEDIATE"))
         try:
             yield
             # A COMMIT that meets a reader's lock may be retried: the transaction stays open.
-            await self._retrying(lambda: db.execute("COMMIT"))
+            with current().db_statement("COMMIT"):
+                await self._retrying(lambda: db.execute("COMMIT"))
         except BaseException:
             if self.in_transaction:
                 with anyio.CancelScope(shield=True):
