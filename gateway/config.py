@@ -26,7 +26,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -41,13 +41,16 @@ from pydantic import (
 
 from .configfile import TomlLines, closest
 
+if TYPE_CHECKING:
+    from .auth.settings import AuthConfig
+
 ENV_PREFIX = "MCP_GATEWAY_"
 ConfirmEachCall = Literal["destructive", "mutations", "none"]
 #: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-SECTIONS = ("gateway", "plugins")
+SECTIONS = ("gateway", "plugins", "auth")
 
 
 class ConfigError(Exception):
@@ -136,6 +139,8 @@ class GatewayConfig(GatewaySettings):
     data_roots: list[Path] = Field(default_factory=lambda: [Path.cwd()])
     audit_log: Path = Field(default_factory=lambda: default_audit_log(os.environ))
     plugin_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: The ``[auth]`` table (OAuth resource server, gateway/auth/settings.py); None: no OAuth.
+    auth: AuthConfig | None = None
     env: dict[str, str] = Field(default_factory=lambda: dict(os.environ))
     source: str = "embedded defaults"
     #: Where each setting and ``[plugins.<name>]`` table came from, for error messages.
@@ -242,7 +247,9 @@ def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
         if key in fields:
             raise ConfigError(f"{where}: {key} belongs in the [gateway] table")
         hint = closest(key, SECTIONS, template="[{}]")
-        raise ConfigError(f"{where}: unknown section [{key}] (known: [gateway], [plugins.*]){hint}")
+        raise ConfigError(
+            f"{where}: unknown section [{key}] (known: [gateway], [plugins.*], [auth]){hint}"
+        )
     for key in data.get("gateway", {}):
         if key not in fields:
             hint = closest(key, list(fields))
@@ -301,17 +308,38 @@ def load_config(
             k: _resolve_refs(v, env, f"{lines.where(('plugins', name, k))}: [plugins.{name}] {k}")
             for k, v in table.items()
         }
+    auth = _load_auth(data.get("auth"), env, lines, settings, origins)
     roots = [(r if r.is_absolute() else base / r).resolve() for r in settings.data_roots]
     audit = settings.audit_log or default_audit_log(env)
     resolved: dict[str, Any] = {
         "data_roots": roots or [base],
         "audit_log": audit if audit.is_absolute() else base / audit,
         "plugin_tables": tables,
+        "auth": auth,
         "env": env,
         "source": source,
         "origins": origins,
     }
     return GatewayConfig.model_construct(**{**dict(settings), **resolved})
+
+
+def _load_auth(
+    table: dict[str, Any] | None,
+    env: Mapping[str, str],
+    lines: TomlLines,
+    settings: GatewaySettings,
+    origins: Mapping[str, str],
+) -> AuthConfig | None:
+    """The ``[auth]`` table and its ``MCP_GATEWAY_AUTH_*`` variables; ``None``: no OAuth."""
+    for key, value in (table or {}).items():  # unset $env variables are errors, as elsewhere
+        _resolve_refs(value, env, f"{lines.where(('auth', key))}: [auth] {key}")
+    if table is None and not any(k.startswith(f"{ENV_PREFIX}AUTH_") and v for k, v in env.items()):
+        return None  # nothing to read: stdio start-up does not import the auth settings
+    # Imported here: gateway.auth.settings builds on this module's ConfigError.
+    from .auth.settings import load_auth_config
+
+    token = label(origins.get("token", "token"), "token") if settings.token else False
+    return load_auth_config(table, env, static_token=token, locate=lines.where)
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:
