@@ -339,7 +339,29 @@ def _load_auth(
     from .auth.settings import load_auth_config
 
     token = label(origins.get("token", "token"), "token") if settings.token else False
+    for kind in ("plugin_scopes", "tool_scopes"):  # for check_auth_names
+        for name in (table or {}).get(kind) or {}:
+            origins[f"auth.{kind}.{name}"] = lines.where(("auth", kind, name))
     return load_auth_config(table, env, static_token=token, locate=lines.where)
+
+
+def check_auth_names(config: GatewayConfig, plugins: set[str], tools: set[str] | None) -> None:
+    """Every ``[auth.plugin_scopes.<name>]`` names an installed plugin, every key of
+    ``[auth.tool_scopes]`` a tool some plugin registers: a misspelt name would leave that tool
+    needing only its tier's scope, less than the deployment meant. ``tools`` is ``None`` when
+    not every installed plugin loaded (their tools are then unknown, so none is refused)."""
+    if config.auth is None:
+        return
+    for kind, known, what in (
+        ("plugin_scopes", plugins, "no plugin called {!r} is installed"),
+        ("tool_scopes", tools, "no plugin registers a tool called {!r}"),
+    ):
+        for name in getattr(config.auth, kind):
+            if known is None or name in known:
+                continue
+            where = config.origins.get(f"auth.{kind}.{name}", config.source)
+            hint = closest(name, sorted(known))
+            raise ConfigError(f"{where}: [auth.{kind}] {name}: {what.format(name)}{hint}")
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:
