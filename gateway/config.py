@@ -328,7 +328,7 @@ def _load_auth(
     env: Mapping[str, str],
     lines: TomlLines,
     settings: GatewaySettings,
-    origins: Mapping[str, str],
+    origins: dict[str, str],
 ) -> AuthConfig | None:
     """The ``[auth]`` table and its ``MCP_GATEWAY_AUTH_*`` variables; ``None``: no OAuth."""
     for key, value in (table or {}).items():  # unset $env variables are errors, as elsewhere
