@@ -20,7 +20,7 @@ import httpx
 import httpx2
 import pytest
 from conftest import gateway_env
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from wire import MCP_HEADERS, HttpServer, StdioServer, run_cli
 
@@ -92,9 +92,9 @@ def _rpc(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
 
 
-def _client(url: str, token: str) -> Client:
+def _client(url: str, token: str, mode: Any = "legacy") -> Client:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=20)
-    return Client(streamable_http_client(url, http_client=http), mode="legacy")
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
 
 
 @pytest.mark.anyio
@@ -112,6 +112,19 @@ async def test_a_read_token_lists_no_mutation_and_is_refused_one_naming_the_scop
     assert error["details"] == {"missing_scope": "gateway:mutate"}
     assert not found.is_error
     assert deployment.audit_lines() == before  # refused before anything ran
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_is_refused_by_the_transport_before_the_call(deployment, idp):
+    # This protocol names the tool in the request's headers, so the 403 comes first.
+    before = deployment.audit_lines()
+    async with _client(deployment.resource, idp.sign(scope=READ), "2026-07-28") as client:
+        listed = await client.list_tools()
+        assert sorted(t.name for t in listed.tools) == ["gateway_status", "notes_search"]
+        with pytest.raises(MCPError):
+            await client.call_tool("notes_add", {"text": "not allowed"})
+        assert not (await client.call_tool("notes_search", {"query": "x"})).is_error
+    assert deployment.audit_lines() == before
 
 
 def test_a_tool_named_in_the_routing_headers_is_refused_by_the_transport(deployment, idp):
