@@ -129,6 +129,7 @@ class Target:
 
     label: str
     kind: str  # "bare" or "gateway"
+    extra_env: tuple[tuple[str, str], ...] = ()  # e.g. a gateway variant's MCP_GATEWAY_AUTH_*
 
     def env(self, tools: int) -> dict[str, str]:
         env = {
@@ -141,6 +142,7 @@ class Target:
         if self.kind == "gateway":
             env["MCP_GATEWAY_PLUGINS"] = PLUGIN_NAME
             env[TOOLS_ENV] = str(tools)
+        env.update(self.extra_env)
         return env
 
     def stdio_argv(self, tools: int, python_flags: Sequence[str] = ()) -> list[str]:
@@ -342,13 +344,15 @@ HTTP_HEADERS = {
 }
 
 
-def http_post(port: int, body: bytes, timeout: float = 5.0) -> tuple[int, bytes]:
+def http_post(
+    port: int, body: bytes, timeout: float = 5.0, headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
     """One POST to ``/mcp`` with the stdlib (connection closed afterwards)."""
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("POST", "/mcp", body=body, headers=HTTP_HEADERS)
+        conn.request("POST", "/mcp", body=body, headers={**HTTP_HEADERS, **(headers or {})})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:
@@ -378,7 +382,13 @@ class HttpProc:
         return proc_cpu_seconds(self.proc.pid)
 
 
-def start_http(target: Target, tools: int, probe_body: bytes, timeout: float = 30.0) -> HttpProc:
+def start_http(
+    target: Target,
+    tools: int,
+    probe_body: bytes,
+    timeout: float = 30.0,
+    headers: dict[str, str] | None = None,
+) -> HttpProc:
     """Start the server on a free loopback port and wait until ``/mcp`` answers ``probe_body``."""
     port = free_port()
     log_path = LOG_DIR / f"{target.kind}-http.stderr"
@@ -400,7 +410,7 @@ def start_http(target: Target, tools: int, probe_body: bytes, timeout: float = 3
                 f"{target.label} exited with {proc.returncode}; see {log_path.relative_to(REPO)}"
             )
         try:
-            status, _ = http_post(port, probe_body, timeout=2.0)
+            status, _ = http_post(port, probe_body, timeout=2.0, headers=headers)
             if status == 200:
                 return hp
         except OSError:
@@ -564,6 +574,7 @@ SECTION_ORDER = (
     "imports",
     "latency",
     "http",
+    "http-auth",
     "listsize",
     "redaction",
     "encodable",

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
 from .audit import AuditLog
+from .auth.identity import current_caller
+from .auth.scopes import ScopePolicy
 from .config import GatewayConfig, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
@@ -65,6 +67,8 @@ class Gateway:
         self.sanitizer.add_secrets(header_secrets(config.env))
         # Before any plugin is imported: telemetry asked for but not installed stops here.
         self.telemetry = (telemetry or self._configured_telemetry)(self.sanitizer)
+        if config.auth is not None and config.auth.introspection is not None:
+            self.sanitizer.add_secrets([config.auth.introspection.client_secret.get_secret_value()])
         self.registry = Registry(config.providers, builtin=BUILTIN)
         self.health = HealthMonitor(
             self.sanitizer,
@@ -78,6 +82,7 @@ class Gateway:
             read_only=config.read_only,
             deny_tools=frozenset(config.deny_tools),
             confirm_each_call=config.confirm_each_call,
+            scopes=ScopePolicy.from_config(config.auth) if config.auth is not None else None,
         )
         self.backends = BackendHub(config.plugin_table, config.env, unexpanded=config.unexpanded)
         self.prompts = PromptRegistry()
@@ -272,7 +277,9 @@ class _StatusPlugin:
         gateway = self._gateway
 
         async def gateway_status(args: _StatusInput, ctx: ToolContext[Any]) -> dict[str, Any]:
-            return await gateway.status(check_health=args.check_health)
+            status = await gateway.status(check_health=args.check_health)
+            # Here, not in status(): /readyz shows the same status to no caller in particular.
+            return {**status, "caller": current_caller().as_status()}
 
         register(
             ToolSpec(

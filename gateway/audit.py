@@ -7,7 +7,9 @@ never invisible. The log fails closed: a mutation whose ``STARTED`` line cannot 
 whole is refused before it runs. A line is written whole or reported as not written: a short
 write (the disk filled mid-line) is not success, and a fragment left by one never swallows the
 next line, which then starts on a line of its own. Argument *values* are never written: only
-their names and shapes.
+their names and shapes. Both lines name the caller (``subject``, ``client``; see
+:meth:`gateway.auth.Identity.audit_fields`): the token's subject and client over OAuth, the
+OS user and ``stdio`` over stdio, nulls for the holder of the shared HTTP token.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@
 loaded plugins read from the environment, secrets as ``${VAR}`` references), the project
 settings for ``.claude/settings.json`` (the server approved, read tools allowed, mutation tools
 asked for) and the equivalent ``claude mcp add`` line, with an absolute command so they work
-from any directory. ``tool_sizes`` measures what every tool costs the model on every turn.
-What Claude Code does with each part was observed with the real client: docs/claude-code.md.
+from any directory; an OAuth deployment (``[auth]``) is served over HTTP, so its entry is the
+public ``/mcp`` URL, where Claude Code signs in. ``tool_sizes`` measures what every tool costs
+the model on every turn. What Claude Code does with each part was observed with the real
+client: docs/claude-code.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from .spec import Tier
 if TYPE_CHECKING:
     from .app import Gateway
 
+#: Where ``serve --transport http`` listens unless told otherwise (cli.py's defaults).
+DEFAULT_HTTP_URL = "http://127.0.0.1:8765/mcp"
 #: Core variables that configure the deployment but are not secrets: copied into the entry so
 #: the server Claude Code starts is the one described here. The token and the config path are
 #: not (the path becomes ``--config``; stdio needs no token).
@@ -60,6 +64,11 @@ NOTES = (
     '`claude mcp list` says "Pending approval".',
     'First start: if the terminal UI asks about the server, choose to use it; "continue '
     'without" leaves its tools out until you enable it under /mcp.',
+)
+
+SIGN_IN = (
+    "Sign in: the gateway takes OAuth access tokens; in Claude Code, /mcp → {name} → "
+    "Authenticate opens the identity provider's sign-in (docs/auth.md)."
 )
 
 
@@ -88,15 +97,23 @@ class ClaudeConfig:
     confirmed: list[str]
     warnings: list[str] = field(default_factory=list)
     prompts: list[tuple[str, str]] = field(default_factory=list)  # (slash command, description)
+    #: An OAuth deployment is served over HTTP: Claude Code connects to this ``/mcp`` URL and
+    #: signs in, instead of starting the gateway itself.
+    url: str | None = None
+
+    def notes(self) -> list[str]:
+        return [*NOTES, *([SIGN_IN.format(name=self.name)] if self.url else [])]
 
     def mcp_json(self) -> dict[str, Any]:
         """The whole ``.mcp.json`` document with this one server."""
-        entry = {
+        entry: dict[str, Any] = {
             "type": "stdio",
             "command": self.command[0],
             "args": [*self.command[1:], *self.args],
             "env": self.env,
         }
+        if self.url:
+            entry = {"type": "http", "url": self.url}
         return {"mcpServers": {self.name: entry}}
 
     def settings_json(self) -> dict[str, Any]:
@@ -108,6 +125,9 @@ class ClaudeConfig:
 
     def add_command(self) -> str:
         """The equivalent ``claude mcp add`` line (project scope writes ``.mcp.json``)."""
+        if self.url:
+            add = ["claude", "mcp", "add", "--transport", "http", "--scope", "project"]
+            return shlex.join([*add, self.name, self.url])
         argv = ["claude", "mcp", "add", "--scope", "project"]
         for key, value in self.env.items():
             argv += ["-e", f"{key}={value}"]
@@ -124,7 +144,7 @@ class ClaudeConfig:
                 "tools": self.confirmed,
             },
             "prompts": [{"command": c, "description": d} for c, d in self.prompts],
-            "notes": list(NOTES),
+            "notes": self.notes(),
             "warnings": self.warnings,
         }
 
@@ -141,7 +161,7 @@ class ClaudeConfig:
                 "# .claude/settings.json: the server approved, read tools allowed, mutation "
                 "tools asked for",
                 json.dumps(self.settings_json(), indent=2, ensure_ascii=False),
-                *[f"# {note}" for note in NOTES],
+                *[f"# {note}" for note in self.notes()],
                 "",
                 "# or, instead of editing .mcp.json:",
                 self.add_command(),
@@ -193,6 +213,15 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
             f"{MAX_FULL_NAME} characters as mcp__{safe}__<tool>, and Claude Code drops those "
             f"tools ({', '.join(too_long)}): use --name with at most {room} characters"
         )
+    auth = gateway.config.auth
+    url = None
+    if auth is not None:
+        url = auth.resource or DEFAULT_HTTP_URL
+        if auth.resource is None:
+            warnings.append(
+                f"[auth] resource is not set: {url} assumes `serve --transport http` on its "
+                "default address; set resource to the URL clients reach"
+            )
     return ClaudeConfig(
         name=safe,
         command=console_command(),
@@ -207,6 +236,7 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
             (slash_command(safe, p.name), " ".join(p.spec.description.split())[:120])
             for p in gateway.offered_prompts()
         ],
+        url=url,
     )
 
 

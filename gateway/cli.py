@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .config import (
     ConfigError,
     GatewayConfig,
+    check_auth_names,
     check_plugin_names,
     check_plugin_tables,
     label,
@@ -176,6 +177,9 @@ def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
     loaded plugin (or its REST backend) read."""
     check_plugin_tables(config, set(installed_plugins()) | config.consulted_tables)
+    whole = all(p.state.value == "loaded" for p in gateway.plugins)
+    tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None
+    check_auth_names(config, {*installed_plugins(), BUILTIN}, tools)
 
 
 def _build(config: GatewayConfig, *, traced: bool) -> Gateway:

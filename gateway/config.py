@@ -48,6 +48,7 @@ from .configfile import TomlLines, closest
 
 if TYPE_CHECKING:
     # Imported where it is used: the telemetry settings build on this module.
+    from .auth.settings import AuthConfig
     from .telemetry.settings import TelemetrySettings
 
 ENV_PREFIX = "MCP_GATEWAY_"
@@ -56,7 +57,7 @@ ConfirmEachCall = Literal["destructive", "mutations", "none"]
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-SECTIONS = ("gateway", "plugins", "telemetry")
+SECTIONS = ("gateway", "plugins", "telemetry", "auth")
 
 
 class ConfigError(Exception):
@@ -150,6 +151,8 @@ class GatewayConfig(GatewaySettings):
     data_roots: list[Path] = Field(default_factory=lambda: [Path.cwd()])
     audit_log: Path = Field(default_factory=lambda: default_audit_log(os.environ))
     plugin_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: The ``[auth]`` table (OAuth resource server, gateway/auth/settings.py); None: no OAuth.
+    auth: AuthConfig | None = None
     env: dict[str, str] = Field(default_factory=lambda: dict(os.environ))
     telemetry: TelemetrySettings = Field(default_factory=lambda: _telemetry({}, {}))
     source: str = "embedded defaults"
@@ -307,7 +310,8 @@ def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
             raise ConfigError(f"{where}: {key} belongs in the [gateway] table")
         hint = closest(key, SECTIONS, template="[{}]")
         raise ConfigError(
-            f"{where}: unknown section [{key}] (known: [gateway], [plugins.*], [telemetry]){hint}"
+            f"{where}: unknown section [{key}] "
+            f"(known: [gateway], [plugins.*], [telemetry], [auth]){hint}"
         )
     for key in data.get("gateway", {}):
         if key not in fields:
@@ -376,12 +380,14 @@ def load_config(
     telemetry_table = {
         k: _resolve_refs(v, env, telemetry_where(k)) for k, v in data.get("telemetry", {}).items()
     }
+    auth = _load_auth(data.get("auth"), env, lines, settings, origins)
     roots = [(r if r.is_absolute() else base / r).resolve() for r in settings.data_roots]
     audit = settings.audit_log or default_audit_log(env)
     resolved: dict[str, Any] = {
         "data_roots": roots or [base],
         "audit_log": audit if audit.is_absolute() else base / audit,
         "plugin_tables": tables,
+        "auth": auth,
         "env": env,
         "unexpanded": unexpanded,
         "telemetry": _telemetry(telemetry_table, env, telemetry_where),
@@ -397,6 +403,47 @@ def _telemetry(
     from .telemetry.settings import TelemetrySettings
 
     return TelemetrySettings.load(table, env, where=where)
+
+
+def _load_auth(
+    table: dict[str, Any] | None,
+    env: Mapping[str, str],
+    lines: TomlLines,
+    settings: GatewaySettings,
+    origins: dict[str, str],
+) -> AuthConfig | None:
+    """The ``[auth]`` table and its ``MCP_GATEWAY_AUTH_*`` variables; ``None``: no OAuth."""
+    for key, value in (table or {}).items():  # unset $env variables are errors, as elsewhere
+        _resolve_refs(value, env, f"{lines.where(('auth', key))}: [auth] {key}")
+    if table is None and not any(k.startswith(f"{ENV_PREFIX}AUTH_") and v for k, v in env.items()):
+        return None  # nothing to read: stdio start-up does not import the auth settings
+    # Imported here: gateway.auth.settings builds on this module's ConfigError.
+    from .auth.settings import load_auth_config
+
+    token = label(origins.get("token", "token"), "token") if settings.token else False
+    for kind in ("plugin_scopes", "tool_scopes"):  # for check_auth_names
+        for name in (table or {}).get(kind) or {}:
+            origins[f"auth.{kind}.{name}"] = lines.where(("auth", kind, name))
+    return load_auth_config(table, env, static_token=token, locate=lines.where)
+
+
+def check_auth_names(config: GatewayConfig, plugins: set[str], tools: set[str] | None) -> None:
+    """Every ``[auth.plugin_scopes.<name>]`` names an installed plugin, every key of
+    ``[auth.tool_scopes]`` a tool some plugin registers: a misspelt name would leave that tool
+    needing only its tier's scope, less than the deployment meant. ``tools`` is ``None`` when
+    not every installed plugin loaded (their tools are then unknown, so none is refused)."""
+    if config.auth is None:
+        return
+    for kind, known, what in (
+        ("plugin_scopes", plugins, "no plugin called {!r} is installed"),
+        ("tool_scopes", tools, "no plugin registers a tool called {!r}"),
+    ):
+        for name in getattr(config.auth, kind):
+            if known is None or name in known:
+                continue
+            where = config.origins.get(f"auth.{kind}.{name}", config.source)
+            hint = closest(name, sorted(known))
+            raise ConfigError(f"{where}: [auth.{kind}] {name}: {what.format(name)}{hint}")
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:

@@ -1,17 +1,19 @@
-"""Streamable HTTP transport: stateless, JSON responses, bearer token, Host/Origin checks.
+"""Streamable HTTP transport: stateless, JSON responses, bearer token or OAuth, Host/Origin checks.
 
-Bound to loopback by default. On any other address a token (``MCP_GATEWAY_TOKEN``) is
-required and the server refuses to start without one. The Host and Origin checks (against DNS
-rebinding) cover every route. ``/healthz`` (liveness, says only "ok") needs no token;
-``/readyz`` (plugin health) and ``/mcp`` need it when one is set. ``/mcp`` takes POST only:
-the server is stateless and opens no event stream, so GET (and DELETE) answer 405.
+Bound to loopback by default. On any other address callers must prove who they are: with
+OAuth access tokens (``[auth]``, gateway/auth/) or the one shared token
+(``MCP_GATEWAY_TOKEN``); the server refuses to start with neither. The Host and Origin checks
+(against DNS rebinding) cover every route. ``/healthz`` (liveness, says only "ok") and the
+OAuth protected-resource metadata need no token; ``/readyz`` (plugin health) and ``/mcp`` need
+one when either is set. ``/mcp`` takes POST only: the server is stateless and opens no event
+stream, so GET (and DELETE) answer 405. Every request runs as its caller
+(:func:`gateway.auth.current_caller`): the token's subject, the token holder, or anonymous.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -24,25 +26,20 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .app import Gateway
+from .auth.identity import ANONYMOUS, TOKEN_HOLDER, calling_as
+from .auth.settings import AuthConfig, AuthConfigError, is_loopback_host
 from .connections import GuardedH11Protocol
 from .lifecycle import SignalGuard, run
 from .server import build_server
+from .spec import Tier
 
 MCP_PATH = "/mcp"
 OPEN_PATHS = frozenset({"/healthz"})
+is_loopback = is_loopback_host  # one definition, for the CLI and the auth settings alike
 
 
 class HttpSettingsError(Exception):
     pass
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _matches(value: str, patterns: list[str]) -> bool:
@@ -112,15 +109,20 @@ def _bearer(value: bytes) -> bytes | None:
 
 
 class BearerAuth:
-    """Pure ASGI middleware: constant-time check of ``Authorization: Bearer <token>``."""
+    """Pure ASGI middleware: constant-time check of ``Authorization: Bearer <token>``; the
+    request then runs as the token holder (or, with no token set, as an anonymous caller)."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
         self.expected = token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.expected is None or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
+            return
+        if self.expected is None:
+            with calling_as(ANONYMOUS):
+                await self.app(scope, receive, send)
             return
         given: bytes | None = None
         for key, value in scope.get("headers", []):
@@ -141,7 +143,30 @@ class BearerAuth:
             )
             await response(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        with calling_as(TOKEN_HOLDER):
+            await self.app(scope, receive, send)
+
+
+def _oauth(app: ASGIApp, gateway: Gateway, auth: AuthConfig, host: str, port: int) -> ASGIApp:
+    """``app`` behind OAuth: RFC 9728 metadata, access tokens checked, the caller set."""
+    from .auth import OAuthGuard, OAuthVerifier, ResourceMetadata, ScopePolicy, resolve_resource
+
+    try:
+        resource = resolve_resource(auth, host, port, MCP_PATH)
+    except AuthConfigError as exc:
+        raise HttpSettingsError(str(exc)) from None
+    scopes = gateway.policy.scopes or ScopePolicy.from_config(auth)
+    name = gateway.config.server_name
+    metadata = ResourceMetadata(resource, auth.issuer, scopes.supported(), name=name)
+
+    def tool_of(tool_name: str) -> tuple[Tier, str] | None:
+        tool = gateway.registry.get(tool_name)
+        if tool is None or not gateway.policy.visible(tool):
+            return None  # the pipeline answers, as for any caller
+        return tool.tier, tool.plugin.name
+
+    verifier = OAuthVerifier(auth, resource=resource)
+    return OAuthGuard(app, verifier, metadata, scopes, open_paths=OPEN_PATHS, tool_of=tool_of)
 
 
 def build_http_app(
@@ -153,10 +178,14 @@ def build_http_app(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
 ) -> ASGIApp:
-    if not is_loopback(host) and not token:
+    auth = gateway.config.auth
+    if auth is not None and token:
+        raise HttpSettingsError("a shared token and OAuth ([auth] issuer) exclude each other")
+    if not is_loopback(host) and not token and auth is None:
         raise HttpSettingsError(
             f"refusing to serve on non-loopback address {host}: set MCP_GATEWAY_TOKEN "
-            "(clients then send 'Authorization: Bearer <token>')"
+            "(clients then send 'Authorization: Bearer <token>'), or [auth] issuer for OAuth "
+            "access tokens"
         )
     server = build_server(gateway)
 
@@ -181,7 +210,8 @@ def build_http_app(
         host=host,
         custom_starlette_routes=[Route("/healthz", healthz), Route("/readyz", readyz)],
     )
-    return HostOriginGuard(BearerAuth(app, token), hosts, origins)
+    guarded = _oauth(app, gateway, auth, host, port) if auth else BearerAuth(app, token)
+    return HostOriginGuard(guarded, hosts, origins)
 
 
 def allowed_names(
@@ -219,11 +249,12 @@ def serve_http(
     kwargs.setdefault("allowed_hosts", cfg.allowed_hosts)
     kwargs.setdefault("allowed_origins", cfg.allowed_origins)
     app = build_http_app(gateway, host=host, port=port, token=token, **kwargs)
-    auth = (
-        "bearer token required (MCP_GATEWAY_TOKEN)"
-        if token
-        else "no token required (loopback only)"
-    )
+    if cfg.auth is not None:
+        auth = f"OAuth access tokens from {cfg.auth.issuer}"
+    elif token:
+        auth = "bearer token required (MCP_GATEWAY_TOKEN)"
+    else:
+        auth = "no token required (loopback only)"
 
     class _Server(uvicorn.Server):
         @contextlib.contextmanager

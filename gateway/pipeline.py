@@ -20,6 +20,7 @@ from pydantic_core import PydanticSerializationError
 
 from .arguments import format_validation_error, validate_arguments
 from .audit import AuditLog, redact_arguments
+from .auth.identity import current_caller
 from .callstate import CURRENT_CALL, CallState
 from .errors import (
     ErrorCode,
@@ -194,6 +195,18 @@ class Pipeline:
             return self._error(
                 GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}"), tool
             )
+        caller = current_caller()
+        scope = self.policy.missing_scope(tool, caller)
+        if scope is not None:
+            return self._error(
+                GatewayError(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"tool {name!r} needs the OAuth scope {scope}, which the access token does "
+                    "not carry; sign in again asking for it, or ask an administrator to grant it",
+                    details={"missing_scope": scope},
+                ),
+                tool,
+            )
         # 2. validation, before any I/O, as strict as the published schema
         try:
             args = validate_arguments(tool.spec.input_model, arguments, tool.arg_guard)
@@ -211,6 +224,7 @@ class Pipeline:
                 "correlation_id": cid,
                 "outcome": "STARTED",
                 "arguments": redact_arguments(arguments),
+                **caller.audit_fields(),
             }
         ):
             # Fail closed: a change nobody could trace afterwards is not made.
@@ -235,6 +249,7 @@ class Pipeline:
                         "correlation_id": cid,
                         "outcome": code,
                         "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                        **caller.audit_fields(),
                     }
                 )
 

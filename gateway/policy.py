@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .auth.identity import Identity
+from .auth.scopes import ScopePolicy
 from .registry import RegisteredTool
 from .spec import Tier
 
@@ -29,6 +31,8 @@ class Policy:
     read_only: bool = False
     deny_tools: frozenset[str] = frozenset()
     confirm_each_call: str = "none"  # none | destructive | mutations
+    #: With OAuth (``[auth]``), the scope each tool needs; ``None``: no caller is limited.
+    scopes: ScopePolicy | None = None
 
     def hidden_reason(self, tool: RegisteredTool) -> str | None:
         """Why the tool is hidden, or ``None`` when it is visible and callable."""
@@ -40,6 +44,13 @@ class Policy:
 
     def visible(self, tool: RegisteredTool) -> bool:
         return self.hidden_reason(tool) is None
+
+    def missing_scope(self, tool: RegisteredTool, caller: Identity) -> str | None:
+        """The OAuth scope the caller lacks for this tool, or ``None`` when it may use it (on
+        top of :meth:`hidden_reason`, which holds for every caller alike)."""
+        if self.scopes is None or caller.scopes is None:
+            return None
+        return self.scopes.missing(caller, tier=tool.tier, plugin=tool.plugin.name, name=tool.name)
 
     def confirms_each_call(self, tool: RegisteredTool) -> bool:
         """May only a person approve each call of this tool (never a headless approver)?"""

@@ -14,6 +14,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 
 from . import __version__
 from .app import Gateway
+from .auth.identity import Identity, current_caller
 from .errors import ErrorCode, GatewayError, encodable
 from .lifecycle import SignalGuard, plugin_fault, run
 from .pipeline import CallResult
@@ -71,6 +72,25 @@ def build_server(gateway: Gateway) -> Server[Any]:
             )
         return cache["tools"]  # type: ignore[no-any-return]
 
+    scoped: dict[frozenset[str], t.ListToolsResult] = {}
+
+    def listed_for(caller: Identity) -> t.ListToolsResult:
+        """What this caller may use: an unlimited caller (stdio, the static token) gets the
+        cached list itself; an OAuth caller the tools its scopes allow, cached per scope set."""
+        policy = gateway.policy
+        if policy.scopes is None or caller.scopes is None:
+            return listed()
+        found = scoped.get(caller.scopes)
+        if found is None:
+            if len(scoped) >= 64:  # scope sets are few; odd ones must not grow this unbounded
+                scoped.clear()
+            allowed = {
+                x.name for x in gateway.visible_tools() if policy.missing_scope(x, caller) is None
+            }
+            tools = [x for x in listed().tools if x.name in allowed]
+            found = scoped[caller.scopes] = t.ListToolsResult(tools=tools)
+        return found
+
     def input_schema(name: str) -> dict[str, Any] | None:
         tool = gateway.registry.get(name)
         return tool.input_schema if tool is not None and gateway.policy.visible(tool) else None
@@ -91,7 +111,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListToolsResult:
-        return listed()
+        return listed_for(current_caller())
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: t.CallToolRequestParams

@@ -105,13 +105,20 @@ def test_the_introspection_secret_comes_from_the_environment():
         ({"issuer": ISSUER, "scopes": {"mutate": 'a"b'}}, "one OAuth scope token"),
         ({"issuer": ISSUER, "tool_scopes": {"delete job": "x"}}, "not a tool name"),
         ({"issuer": ISSUER, "tool_scopes": {"delete_job": "x y"}}, "one OAuth scope token"),
-        ({"issuer": ISSUER, "leeway_seconds": 3600}, "leeway_seconds"),
-        ({"issuer": ISSUER, "clock_skew": 5}, "clock_skew"),
-        ({"issuer": ISSUER, "plugin_scopes": {"queue": {"write": "q"}}}, "write"),
+        ({"issuer": ISSUER, "leeway_seconds": 3600}, "[auth] leeway_seconds: input should be"),
+        ({"issuer": ISSUER, "isuer": 5}, "[auth] isuer: unknown setting; did you mean issuer?"),
+        (
+            {"issuer": ISSUER, "plugin_scopes": {"queue": {"mutat": "q"}}},
+            "[auth.plugin_scopes.queue] mutat: unknown setting; did you mean mutate?",
+        ),
+        (
+            {"issuer": ISSUER, "scopes": {"read": "a b"}},
+            "[auth.scopes] read: a scope name must be one OAuth",
+        ),
     ],
 )
 def test_bad_settings_name_the_setting(table, says):
-    with pytest.raises(AuthConfigError, match=r"^\[auth\]") as err:
+    with pytest.raises(AuthConfigError, match=r"^\[auth[\].]") as err:
         load_auth_config(table, {})
     assert says in str(err.value)
 

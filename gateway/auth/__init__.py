@@ -3,17 +3,43 @@
 ``settings`` (the ``[auth]`` table), ``verifier`` (JWTs against the issuer's keys, opaque
 tokens by RFC 7662 introspection), ``scopes`` (tiers as scopes), ``identity`` (who is calling,
 for the pipeline and the audit) and ``asgi`` (RFC 9728 metadata, the 401/403 challenges).
+
+Names are imported on first use: every call asks :func:`current_caller`, and stdio would pay
+for pyjwt, cryptography and httpx (about 0.1 s of start-up) without ever checking a token.
 """
 
 from __future__ import annotations
 
-from .asgi import OAuthGuard, ResourceMetadata, challenge
-from .claims import TokenRejected
-from .fetch import IssuerUnavailable
-from .identity import CURRENT_CALLER, Identity, calling_as, current_caller, local_identity
-from .scopes import ScopePolicy
-from .settings import AuthConfig, AuthConfigError, load_auth_config, resolve_resource
-from .verifier import OAuthVerifier
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .asgi import OAuthGuard, ResourceMetadata, challenge
+    from .claims import TokenRejected
+    from .fetch import IssuerUnavailable
+    from .identity import CURRENT_CALLER, Identity, calling_as, current_caller, local_identity
+    from .scopes import ScopePolicy
+    from .settings import AuthConfig, AuthConfigError, load_auth_config, resolve_resource
+    from .verifier import OAuthVerifier
+
+_WHERE = {
+    "OAuthGuard": "asgi",
+    "ResourceMetadata": "asgi",
+    "challenge": "asgi",
+    "TokenRejected": "claims",
+    "IssuerUnavailable": "fetch",
+    "CURRENT_CALLER": "identity",
+    "Identity": "identity",
+    "calling_as": "identity",
+    "current_caller": "identity",
+    "local_identity": "identity",
+    "ScopePolicy": "scopes",
+    "AuthConfig": "settings",
+    "AuthConfigError": "settings",
+    "load_auth_config": "settings",
+    "resolve_resource": "settings",
+    "OAuthVerifier": "verifier",
+}
 
 __all__ = [
     "CURRENT_CALLER",
@@ -33,3 +59,10 @@ __all__ = [
     "local_identity",
     "resolve_resource",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -38,6 +38,8 @@ ToolLookup = Callable[[str], "tuple[Tier, str] | None"]
 class Authenticator(Protocol):
     async def authenticate(self, token: str) -> Identity: ...
 
+    async def aclose(self) -> None: ...
+
 
 def _quoted(value: str) -> str:
     """An RFC 9110 quoted-string: no control characters, ``"`` and ``\\`` escaped."""
@@ -137,6 +139,14 @@ class OAuthGuard:
         self.tool_of = tool_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            # The connections to the issuer are closed in the loop that opened them, once the
+            # server has shut down.
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                await self.verifier.aclose()
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -53,6 +53,11 @@ class Identity:
         }
 
 
+#: Over HTTP without OAuth: whoever holds the one shared token (it says nothing about who
+#: that is), and a caller on loopback when no token is set.
+TOKEN_HOLDER = Identity(subject=None, client_id=None, scopes=None, via="token")
+ANONYMOUS = Identity(subject=None, client_id=None, scopes=None, via="anonymous")
+
 #: The caller of the request being served; ``None`` outside a request (then see
 #: :func:`current_caller`).
 CURRENT_CALLER: ContextVar[Identity | None] = ContextVar("gateway_current_caller", default=None)

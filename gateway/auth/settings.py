@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from ..config import ConfigError, resolve_env_refs
+from ..configfile import closest
 
 ENV_PREFIX = "MCP_GATEWAY_AUTH_"
 
@@ -234,43 +235,77 @@ def _env_value(key: str, raw: str) -> Any:
     return [v.strip() for v in raw.split(",") if v.strip()] if key == "audience" else raw
 
 
-def _reject_literal_secret(table: Mapping[str, Any]) -> None:
+#: Where a value sits in the file: ``("auth", "issuer")`` → ``"gw.toml:7"`` (or ``""``).
+Locate = Callable[[tuple[str, ...]], str]
+
+# The model that holds the keys under each nested table, for "did you mean" hints.
+_TABLE_MODELS: dict[str, type[BaseModel]] = {
+    "scopes": ScopeNames,
+    "introspection": IntrospectionConfig,
+    "plugin_scopes": PluginScopes,
+}
+
+
+class _Origins:
+    """Names where each ``[auth]`` setting came from: its variable, or its place in the file."""
+
+    def __init__(self, locate: Locate | None) -> None:
+        self.locate = locate
+        self.variables: dict[tuple[str, ...], str] = {}
+
+    def label(self, loc: tuple[str, ...]) -> str:
+        """``MCP_GATEWAY_AUTH_ISSUER``, ``gw.toml:3: [auth] issuer`` or ``[auth.scopes] read``."""
+        for depth in range(len(loc), 0, -1):
+            if loc[:depth] in self.variables:
+                return self.variables[loc[:depth]]
+        table = ".".join(("auth", *loc[:-1])) if loc else "auth"
+        text = f"[{table}] {loc[-1]}" if loc else "[auth]"
+        place = self.locate(("auth", *loc)) if self.locate is not None else ""
+        return f"{place}: {text}" if place else text
+
+
+def _reason(error: Mapping[str, Any], loc: tuple[str, ...]) -> str:
+    if error["type"] == "extra_forbidden":
+        model = _TABLE_MODELS.get(loc[0], AuthConfig) if len(loc) > 1 else AuthConfig
+        return "unknown setting" + closest(loc[-1], list(model.model_fields))
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    return msg[:1].lower() + msg[1:]
+
+
+def _reject_literal_secret(table: Mapping[str, Any], origins: _Origins) -> None:
     intro = table.get("introspection")
     if isinstance(intro, Mapping) and isinstance(intro.get("client_secret"), str):
         raise AuthConfigError(
-            "[auth.introspection] client_secret: secrets come from the environment: write "
-            '{ "$env" = "MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET" } or set that variable'
+            f"{origins.label(('introspection', 'client_secret'))}: secrets come from the "
+            'environment: write { "$env" = "MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET" } '
+            "or set that variable"
         )
-
-
-def _one_line(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(table)"
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
 
 
 def load_auth_config(
     table: Mapping[str, Any] | None,
     env: Mapping[str, str],
     *,
-    static_token: bool = False,
+    static_token: bool | str = False,
+    locate: Locate | None = None,
 ) -> AuthConfig | None:
     """The ``[auth]`` table with ``MCP_GATEWAY_AUTH_*`` variables over it (environment wins);
-    ``None`` when no issuer is set (no OAuth). :class:`AuthConfigError` names what is wrong.
+    ``None`` when no issuer is set (no OAuth). :class:`AuthConfigError` names what is wrong,
+    where it came from (the variable, or ``locate``'s place in the file) and the closest valid
+    name of a misspelt one.
 
-    ``static_token``: a shared ``MCP_GATEWAY_TOKEN`` is configured; with an issuer too it is an
-    error, because which of the two would decide who may call is then anyone's guess.
+    ``static_token``: a shared token is configured (where, if a string); with an issuer too it
+    is an error, because which of the two would decide who may call is then anyone's guess.
     """
+    origins = _Origins(locate)
     raw = dict(table or {})
-    _reject_literal_secret(raw)
+    _reject_literal_secret(raw, origins)
     values: dict[str, Any] = resolve_env_refs(raw, env)
     for key, suffix in _ENV.items():
         given = env.get(ENV_PREFIX + suffix, "")
         if not given.strip():
             continue
+        origins.variables[tuple(key.split("."))] = ENV_PREFIX + suffix
         if "." in key:
             outer, inner = key.split(".")
             nested = values.get(outer)
@@ -280,19 +315,22 @@ def load_auth_config(
     if not values.get("issuer"):
         if values:
             raise AuthConfigError(
-                "[auth]: settings without an issuer; set issuer (MCP_GATEWAY_AUTH_ISSUER) to "
-                "turn OAuth on, or remove the [auth] table"
+                f"{origins.label(())}: settings without an issuer; set issuer "
+                "(MCP_GATEWAY_AUTH_ISSUER) to turn OAuth on, or remove the [auth] table"
             )
         return None
     if static_token:
+        token = static_token if isinstance(static_token, str) else "MCP_GATEWAY_TOKEN"
         raise AuthConfigError(
-            "both MCP_GATEWAY_TOKEN (one shared token) and [auth] issuer (OAuth) are set: "
-            "choose one; for a team behind an identity provider, unset MCP_GATEWAY_TOKEN"
+            f"{origins.label(('issuer',))}: both a shared token ({token}) and an OAuth issuer "
+            "are set: choose one; for a team behind an identity provider, unset the token"
         )
     try:
         return AuthConfig.model_validate(values)
     except ValidationError as exc:
-        raise AuthConfigError(f"[auth] {_one_line(exc)}") from None
+        error = exc.errors(include_url=False, include_input=False)[0]
+        loc = tuple(str(p) for p in error["loc"])
+        raise AuthConfigError(f"{origins.label(loc)}: {_reason(error, loc)}") from None
 
 
 def resolve_resource(config: AuthConfig, host: str, port: int, path: str = "/mcp") -> str:
