@@ -57,7 +57,7 @@ class Gateway:
             deny_tools=frozenset(config.deny_tools),
             confirm_each_call=config.confirm_each_call,
         )
-        self.backends = BackendHub(config.plugin_table, config.env)
+        self.backends = BackendHub(config.plugin_table, config.env, self.sanitizer)
         self.prompts = PromptRegistry()
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends, self.prompts

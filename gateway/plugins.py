@@ -182,7 +182,7 @@ class PluginLoader:
         self.registry = registry
         self.health = health
         self.sanitizer = sanitizer
-        self.backends = backends or BackendHub(config.plugin_table, config.env)
+        self.backends = backends or BackendHub(config.plugin_table, config.env, sanitizer)
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []

@@ -22,7 +22,7 @@ import anyio
 import httpx
 
 from ..callstate import note_cancelled_waiting
-from ..errors import ErrorCode, GatewayError
+from ..errors import ErrorCode, GatewayError, Sanitizer
 from .backend import RestBackend
 from .settings import RestSettings
 from .status import Failure, StatusRule, backend_reason, status_error
@@ -56,7 +56,9 @@ class RestClient:
     """The shared client of one backend; handlers reach it as ``ctx.client`` (see
     :class:`gateway.rest.RestContext`)."""
 
-    def __init__(self, backend: RestBackend, settings: RestSettings) -> None:
+    def __init__(
+        self, backend: RestBackend, settings: RestSettings, sanitizer: Sanitizer | None = None
+    ) -> None:
         assert settings.url is not None
         headers = {"Accept": "application/json", "User-Agent": backend.user_agent}
         headers.update(backend.auth(settings))
@@ -64,6 +66,7 @@ class RestClient:
         self.settings = settings
         self.title = backend.title
         self.cap = settings.max_response_bytes
+        self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
         self.http = httpx.AsyncClient(
             base_url=settings.url + backend.api_prefix,
             headers=headers,
@@ -123,7 +126,7 @@ class RestClient:
         """The exception for an answer with a status of 300 or more."""
         failure = Failure(
             status,
-            backend_reason(body),
+            backend_reason(body, self.sanitizer),
             what,
             self.title,
             credentials_hint=self._hint,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import build_settings
-from ..errors import ErrorCode, GatewayError
+from ..errors import ErrorCode, GatewayError, Sanitizer
 from ..spec import HealthCheck
 from .backend import RestBackend
 from .settings import RestSettings
@@ -37,10 +37,17 @@ class BackendHub:
     """The core's REST backends: settings built once per name, clients opened on first use
     (so httpx is imported by the first call, not at start-up) and closed at shut-down."""
 
-    def __init__(self, plugin_tables: Callable[[str], dict[str, Any]], env: Mapping[str, str]):
+    def __init__(
+        self,
+        plugin_tables: Callable[[str], dict[str, Any]],
+        env: Mapping[str, str],
+        sanitizer: Sanitizer | None = None,
+    ):
         self._tables = plugin_tables
         self._env = env
         self._entries: dict[str, _Entry] = {}
+        #: Cleans what backends write before it is cut into messages; learns their secrets.
+        self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
 
     def declare(self, backend: RestBackend, plugin: str) -> RestSettings:
         """Record that ``plugin`` uses ``backend``; build its settings the first time.
@@ -61,6 +68,7 @@ class BackendHub:
             return entry.settings
         settings = build_settings(backend.settings, self._tables(backend.settings_table), self._env)
         assert isinstance(settings, RestSettings)
+        self.sanitizer.add_secrets(backend.secret_values(settings))
         self._entries[backend.name] = _Entry(backend, settings, [plugin])
         return settings
 
@@ -98,7 +106,7 @@ class BackendHub:
         if entry.client is None:
             from .client import RestClient  # httpx is imported here, on first use
 
-            entry.client = RestClient(entry.backend, entry.settings)
+            entry.client = RestClient(entry.backend, entry.settings, self.sanitizer)
         return entry.client
 
     def health_check(self, backend: RestBackend) -> HealthCheck:
