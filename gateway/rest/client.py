@@ -1,16 +1,17 @@
 """One keep-alive ``httpx.AsyncClient`` per REST backend, every failure mapped once.
 
 Imported on a backend's first call, never at start-up. What a backend can do to the gateway is
-bounded here: answers are read as a stream and refused past ``max_response_bytes`` (counted
-after decompression, so a gzip bomb costs no more than the cap), redirects are followed at most
-five times and httpx drops the ``Authorization`` header on any redirect to another origin,
-requests in flight are capped by ``max_concurrency``, and only GETs are retried, only when the
-connection was refused or dropped before an answer, twice at most, with a short backoff.
+bounded here: answers are read as a stream and refused past ``max_response_bytes``, counted
+after decoding at every ``Content-Encoding`` layer (see :mod:`gateway.rest.body`), and past
+``max_response_values`` JSON values, counted before parsing; a large answer is parsed in a worker
+thread, so the tool's timeout still holds. Redirects are followed at most five times and httpx
+drops the ``Authorization`` header on any redirect to another origin, requests in flight are
+capped by ``max_concurrency``, and only GETs are retried, only when the connection was refused or
+dropped before an answer, twice at most, with a short backoff.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -19,25 +20,43 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
+import anyio.to_thread
 import httpx
 
 from ..callstate import note_cancelled_waiting
 from ..errors import ErrorCode, GatewayError, Sanitizer
 from .backend import RestBackend
+from .body import (
+    ACCEPT_ENCODING,
+    BoundedDecoder,
+    DecodingFailed,
+    TooDeep,
+    TooManyValues,
+    decode_json,
+)
 from .settings import RestSettings
 from .status import Failure, StatusRule, backend_reason, status_error
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _RETRY_BACKOFF = (0.1, 0.3)
+#: Answers larger than this are parsed (and validated) in a worker thread.
+LARGE_ANSWER_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A decoded answer: the JSON ``data``, the status and the headers."""
+    """A decoded answer: the JSON ``data``, the status, the headers and the body's size in
+    bytes (after decoding)."""
 
     data: Any
     status: int
     headers: httpx.Headers
+    size: int = 0
+
+    @property
+    def large(self) -> bool:
+        """Worth validating off the event loop."""
+        return self.size > LARGE_ANSWER_BYTES
 
 
 def fill_path(template: str, values: Mapping[str, Any]) -> str:
@@ -60,12 +79,17 @@ class RestClient:
         self, backend: RestBackend, settings: RestSettings, sanitizer: Sanitizer | None = None
     ) -> None:
         assert settings.url is not None
-        headers = {"Accept": "application/json", "User-Agent": backend.user_agent}
+        headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": ACCEPT_ENCODING,
+            "User-Agent": backend.user_agent,
+        }
         headers.update(backend.auth(settings))
         self.backend = backend
         self.settings = settings
         self.title = backend.title
         self.cap = settings.max_response_bytes
+        self.max_values = settings.max_response_values
         self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
         self.http = httpx.AsyncClient(
             base_url=settings.url + backend.api_prefix,
@@ -109,10 +133,10 @@ class RestClient:
         )
 
     def _malformed(self, what: str, exc: BaseException) -> GatewayError:
+        detail = str(exc) if isinstance(exc, DecodingFailed) else type(exc).__name__
         return GatewayError(
             ErrorCode.BACKEND_ERROR,
-            f"{self.title} sent a malformed response for {what} ({type(exc).__name__}); "
-            "retry later",
+            f"{self.title} sent a malformed response for {what} ({detail}); retry later",
         )
 
     def failure(
@@ -147,7 +171,7 @@ class RestClient:
     ) -> AsyncIterator[httpx.Response]:
         """An open response whose body is not read yet (for files), transport failures mapped.
 
-        The caller reads the body (``aiter_bytes``) and checks the status itself; see
+        The caller reads the body and checks the status itself; see
         :meth:`read_capped` and :meth:`failure`.
         """
         kwargs: dict[str, Any] = {"params": _clean(params), "headers": headers}
@@ -203,21 +227,28 @@ class RestClient:
         return data
 
     async def read_prefix(self, resp: httpx.Response, limit: int, what: str) -> tuple[bytes, bool]:
-        """At most ``limit`` bytes of the (decompressed) body, and whether that was all of it;
-        the rest is not read (for files, where a prefix is a useful answer)."""
+        """At most ``limit`` bytes of the decoded body, and whether that was all of it; the
+        rest is not read (for files, where a prefix is a useful answer). No ``Content-Encoding``
+        layer ever holds more than a small step beyond what was asked for."""
         chunks: list[bytes] = []
         got = 0
         complete = True
         try:
-            async for chunk in resp.aiter_bytes():
-                chunks.append(chunk)
-                got += len(chunk)
-                if got > limit:
-                    complete = False
+            decoder = BoundedDecoder(resp.headers.get_list("Content-Encoding", split_commas=True))
+            async for raw in resp.aiter_raw():
+                for chunk in decoder.feed(raw):
+                    chunks.append(chunk)
+                    got += len(chunk)
+                    if got > limit:
+                        complete = False
+                        break
+                if not complete:
                     break
+            if complete:
+                decoder.finish()
         except httpx.TimeoutException:
             raise self._slow(what) from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, DecodingFailed) as exc:
             raise self._malformed(what, exc) from None
         return b"".join(chunks)[:limit], complete
 
@@ -258,20 +289,42 @@ class RestClient:
             code, headers = resp.status_code, resp.headers
         if code >= 300:
             raise self.failure(code, body, what, status, values)
+        data = await self._decode(body, what)
+        if data is None and not allow_null:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} sent an empty (null) answer for {what}; retry later",
+            )
+        return Answer(data, code, headers, len(body))
+
+    async def _decode(self, body: bytes, what: str) -> Any:
+        if not body:
+            return None
         try:
-            data = json.loads(body) if body else None
+            if len(body) <= LARGE_ANSWER_BYTES:
+                return decode_json(body, self.max_values)
+            return await anyio.to_thread.run_sync(
+                decode_json, body, self.max_values, abandon_on_cancel=True
+            )
+        except TooManyValues:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title}'s answer for {what} holds more than {self.max_values:,} JSON "
+                f"values ({self.settings.env_name('MAX_RESPONSE_VALUES')}); ask for less",
+                retryable=False,
+            ) from None
+        except TooDeep:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title}'s answer for {what} is nested too deeply to be read",
+                retryable=False,
+            ) from None
         except ValueError:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
                 f"{self.title}'s answer for {what} is not JSON; is "
                 f"{self.settings.env_name('URL')} the API's base URL?",
             ) from None
-        if data is None and not allow_null:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"{self.title} sent an empty (null) answer for {what}; retry later",
-            )
-        return Answer(data, code, headers)
 
 
 def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -2,8 +2,8 @@
 
 Subclass :class:`RestSettings` and set ``env_prefix``: with ``env_prefix = "COCKPIT_API"`` the
 fields read ``COCKPIT_API_URL``, ``COCKPIT_API_TOKEN``, ``COCKPIT_API_REQUEST_TIMEOUT``,
-``COCKPIT_API_MAX_CONCURRENCY``, ``COCKPIT_API_VERIFY_TLS`` and
-``COCKPIT_API_MAX_RESPONSE_BYTES``, and the same keys (``url``, ``token``, …) in the backend's
+``COCKPIT_API_MAX_CONCURRENCY``, ``COCKPIT_API_VERIFY_TLS``, ``COCKPIT_API_MAX_RESPONSE_BYTES``
+and ``COCKPIT_API_MAX_RESPONSE_VALUES``, and the same keys (``url``, ``token``, …) in the backend's
 ``[plugins.<table>]``. A subclass adds fields of its own with :func:`gateway.env_field`.
 """
 
@@ -55,6 +55,13 @@ class RestSettings(BaseModel):
         ge=1024,
         le=1024 * 1024 * 1024,
         description="Answers larger than this (after decompression) are refused, not read",
+    )
+    max_response_values: int = env_suffix(
+        "MAX_RESPONSE_VALUES",
+        200_000,
+        ge=1000,
+        le=10_000_000,
+        description="Answers holding more JSON values than this are refused before they are parsed",
     )
 
     @field_validator("url")
