@@ -1,5 +1,5 @@
 """What one backend answer can still do to the gateway, against real HTTP servers on 127.0.0.1:
-answers that cost far more to validate than to send, stacked content encodings.
+answers that cost far more to validate than to send, stacked content encodings, redirects.
 
 Memory is measured with tracemalloc and the event loop with a loop watcher, inside the test;
 nothing here asserts on wall-clock time."""
@@ -307,3 +307,47 @@ async def test_stacked_encodings_of_a_good_answer_decode_and_others_are_refused(
     assert brotli["code"] == "BACKEND_ERROR" and "Content-Encoding br" in brotli["message"]
     assert garbled["code"] == "BACKEND_ERROR" and "invalid gzip data" in garbled["message"]
     assert asked == "gzip, deflate"  # only what is decoded here is asked for
+
+
+# --- redirects (item 12) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_a_mutation_never_follows_a_redirect(tmp_path, status):
+    with Api() as api, Api() as other:
+        target = f"http://someone:pw-in-url@127.0.0.1:{other.port}/entries?token=abc#x"
+        api.override("/entries", Reply.redirect(target, status), method="POST")
+        async with _gateway(tmp_path, api.url, token="tok-secret-999") as gw:
+            away = _error(await gw.call("create_entry", {"name": "n"}))
+            api.override(
+                "/entries", Reply.redirect(f"{api.url}/entries/again", status), method="POST"
+            )
+            home = _error(await gw.call("create_entry", {"name": "n"}))
+    assert not other.requests  # nothing went there: no GET, no re-sent body
+    assert [r.method for r in api.requests if r.path.startswith("/entries/again")] == []
+    for err in (away, home):
+        assert err["code"] == "BACKEND_ERROR" and not err["retryable"]
+        assert f"with a redirect (HTTP {status})" in err["message"]
+        assert "a change is never sent on" in err["message"]
+    assert f"to http://127.0.0.1:{other.port}," in away["message"]  # the origin only
+    assert "pw-in-url" not in away["message"] and "token=abc" not in away["message"]
+
+
+async def test_a_read_follows_redirects_within_the_origin_only(tmp_path):
+    with Api() as api, Api() as other:
+        api.override("/entries/home", Reply.redirect(f"{api.url}/entries/stayed"))
+        api.override("/entries/away", Reply.redirect(f"{other.url}/entries/landed?x=1"))
+        api.override("/entries/loop", Reply.redirect(f"{api.url}/entries/loop", 307))
+        async with _gateway(tmp_path, api.url, token="tok-secret-999") as gw:
+            home = await gw.call("get_entry", {"name": "home"})
+            away = _error(await gw.call("get_entry", {"name": "away"}))
+            loop = _error(await gw.call("get_entry", {"name": "loop"}))
+    assert home.payload == {"id": "id-stayed", "name": "stayed"}
+    stayed = next(r for r in api.requests if r.path == "/entries/stayed")
+    assert stayed.headers["authorization"] == "Bearer tok-secret-999"
+    assert not other.requests
+    assert away["code"] == "BACKEND_ERROR" and not away["retryable"]
+    assert f"to another origin (http://127.0.0.1:{other.port})" in away["message"]
+    assert "LIST_API_URL" in away["message"]
+    assert loop["code"] == "BACKEND_ERROR" and "more than 5 times" in loop["message"]
+    assert len([r for r in api.requests if r.path == "/entries/loop"]) == 6

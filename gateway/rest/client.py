@@ -4,10 +4,11 @@ Imported on a backend's first call, never at start-up. What a backend can do to 
 bounded here: answers are read as a stream and refused past ``max_response_bytes``, counted
 after decoding at every ``Content-Encoding`` layer (see :mod:`gateway.rest.body`), and past
 ``max_response_values`` JSON values, counted before parsing; a large answer is parsed in a worker
-thread, so the tool's timeout still holds. Redirects are followed at most five times and httpx
-drops the ``Authorization`` header on any redirect to another origin, requests in flight are
-capped by ``max_concurrency``, and only GETs are retried, only when the connection was refused or
-dropped before an answer, twice at most, with a short backoff.
+thread, so the tool's timeout still holds. A redirect is never followed for a change (POST, PUT,
+PATCH, DELETE) and for a read only within the backend's own origin, at most five times; one that
+is not followed is a ``BACKEND_ERROR`` naming where it pointed. Requests in flight are capped by
+``max_concurrency``, and only GETs are retried, only when the connection was refused or dropped
+before an answer, twice at most, with a short backoff.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .status import Failure, StatusRule, backend_reason, status_error
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _RETRY_BACKOFF = (0.1, 0.3)
+MAX_REDIRECTS = 5
 #: Answers larger than this are parsed (and validated) in a worker thread.
 LARGE_ANSWER_BYTES = 256 * 1024
 
@@ -91,6 +93,7 @@ class RestClient:
         self.cap = settings.max_response_bytes
         self.max_values = settings.max_response_values
         self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
+        self.origin = _origin(httpx.URL(settings.url))
         self.http = httpx.AsyncClient(
             base_url=settings.url + backend.api_prefix,
             headers=headers,
@@ -99,8 +102,7 @@ class RestClient:
                 max_connections=settings.max_concurrency,
                 max_keepalive_connections=settings.max_concurrency,
             ),
-            follow_redirects=True,
-            max_redirects=5,
+            follow_redirects=False,  # followed here, within the origin, for reads only
             verify=settings.verify_tls,
         )
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
@@ -138,6 +140,29 @@ class RestClient:
             ErrorCode.BACKEND_ERROR,
             f"{self.title} sent a malformed response for {what} ({detail}); retry later",
         )
+
+    def _not_followed(self, resp: httpx.Response, what: str) -> httpx.Request:
+        """The request a redirect points to, if it is followed: a read within the origin."""
+        target = resp.next_request
+        assert target is not None  # has_redirect_location, and redirects are not followed
+        where = _origin(target.url)
+        url_setting = self.settings.env_name("URL")
+        if resp.request.method not in ("GET", "HEAD"):
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} answered {what} with a redirect (HTTP {resp.status_code}) to "
+                f"{where}, and a change is never sent on: check that {url_setting} is the "
+                "API's own address, and whether the change was made, before retrying",
+                retryable=False,
+            )
+        if where != self.origin:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} redirected {what} to another origin ({where}), which is not "
+                f"followed: check that {url_setting} is the API's own address",
+                retryable=False,
+            )
+        return target
 
     def failure(
         self,
@@ -193,9 +218,25 @@ class RestClient:
     async def _send(
         self, method: str, path: str, kwargs: dict[str, Any], attempts: int, what: str
     ) -> httpx.Response:
+        try:
+            request = self.http.build_request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self._malformed(what, exc) from None
+        for _ in range(MAX_REDIRECTS + 1):
+            resp = await self._send_once(request, attempts, what)
+            if not resp.has_redirect_location:
+                return resp
+            await resp.aclose()
+            request = self._not_followed(resp, what)
+        raise GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"{self.title} redirected {what} more than {MAX_REDIRECTS} times; not followed further",
+            retryable=False,
+        )
+
+    async def _send_once(self, request: httpx.Request, attempts: int, what: str) -> httpx.Response:
         for attempt in range(attempts):
             try:
-                request = self.http.build_request(method, path, **kwargs)
                 return await self.http.send(request, stream=True)
             except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
                 # Refused, or a kept-alive connection the server had closed before answering:
@@ -336,6 +377,13 @@ def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
             continue
         out[key] = ("true" if value else "false") if isinstance(value, bool) else value
     return out
+
+
+def _origin(url: httpx.URL) -> str:
+    """``scheme://host[:port]``: where a URL points, without credentials, path or query."""
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{host}{port}"
 
 
 def _answered(exc: httpx.HTTPError) -> bool:
