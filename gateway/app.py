@@ -84,7 +84,9 @@ class Gateway:
             confirm_each_call=config.confirm_each_call,
             scopes=ScopePolicy.from_config(config.auth) if config.auth is not None else None,
         )
-        self.backends = BackendHub(config.plugin_table, config.env, unexpanded=config.unexpanded)
+        self.backends = BackendHub(
+            config.plugin_table, config.env, self.sanitizer, unexpanded=config.unexpanded
+        )
         self.prompts = PromptRegistry()
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends, self.prompts

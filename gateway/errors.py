@@ -186,6 +186,70 @@ _POSIX_PATH = re.compile(r"(?<![\w/:.~\-\]])(/(?:[^\s/'\"<>()\[\],;:]+/)+[^\s/'\
 _WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"<>]+\\)*[^\s\\'\"<>]*")
 _WS = re.compile(r"[ \t]+")
 
+#: What a backend's database-shaped error text becomes (see :meth:`Sanitizer.backend_text`).
+DATABASE_ERROR = "the backend reported a database error"
+# Text that only a database driver writes: its fields (PostgreSQL's DETAIL:, LINE 1:), its
+# sentences (constraint violations, unknown tables, refused logins, unreachable servers, which
+# name keys, values, hosts, addresses and users) and its exception names. The message such text
+# sits in is not worth keeping: it says too much, and nothing the model can act on.
+_DATABASE_TEXT = re.compile(
+    r"""
+    # PostgreSQL (libpq, psycopg, asyncpg)
+    \b(?:DETAIL|HINT|CONTEXT|STATEMENT|QUERY|LINE[ ]\d+):[ ]
+    | \bduplicate[ ]key[ ]value[ ]violates\b
+    | \bviolates[ ](?:unique|foreign[ ]key|not-null|check|exclusion)[ ]constraint\b
+    | \b(?:relation|column|role|database|schema|function|type|table)[ ]"[^"\n]*"[ ]
+      (?:does[ ]not[ ]exist|already[ ]exists|of[ ]relation)
+    | \bsyntax[ ]error[ ]at[ ](?:or[ ]near|end[ ]of[ ]input)\b
+    | \bpassword[ ]authentication[ ]failed[ ]for[ ]user\b
+    | \bconnection[ ]to[ ]server[ ](?:at|on)[ ]
+    | \bcould[ ]not[ ](?:connect[ ]to[ ]server|translate[ ]host[ ]name)\b
+    | \bno[ ]pg_hba\.conf[ ]entry\b
+    | \bserver[ ]closed[ ]the[ ]connection[ ]unexpectedly\b
+    | \bremaining[ ]connection[ ]slots[ ]are[ ]reserved\b
+    | \bcanceling[ ]statement[ ]due[ ]to\b
+    | \bSQLSTATE\b
+    # drivers and ORMs by their exception modules; SQLAlchemy's statement and parameters
+    | \b(?:psycopg2?|asyncpg|sqlalchemy|pymysql|MySQLdb|mysql\.connector|aiomysql|aiosqlite
+          |sqlite3|pymongo|motor|django\.db|peewee|tortoise|prisma)
+      \.(?:\w+\.)?(?:errors?|err|exc|exceptions|\w*Error)\b
+    | \b(?:Operational|Integrity|Programming|Interface|Database|Data|NotSupported)Error:
+    | \[SQL:[ ] | \[parameters:[ ] | \(Background[ ]on[ ]this[ ]error[ ]at:
+    # MySQL, MariaDB
+    | \bERROR[ ]\d{4}[ ]\([0-9A-Z]{5}\)
+    | \([12]\d{3},[ ]?["']
+    | \bDuplicate[ ]entry[ ]'
+    | \bAccess[ ]denied[ ]for[ ]user[ ]'
+    | \bYou[ ]have[ ]an[ ]error[ ]in[ ]your[ ]SQL[ ]syntax\b
+    | \bUnknown[ ](?:column|table|database)[ ]'
+    | \bTable[ ]'[^'\n]*'[ ](?:doesn't[ ]exist|already[ ]exists)
+    | \bCan't[ ]connect[ ]to[ ](?:local[ ])?(?:MySQL|MariaDB)[ ]server\b
+    | \b(?:MySQL|MariaDB)[ ]server[ ]has[ ]gone[ ]away\b
+    | \bLost[ ]connection[ ]to[ ](?:MySQL|MariaDB)[ ]server\b
+    | \bDeadlock[ ]found[ ]when[ ]trying[ ]to[ ]get[ ]lock\b
+    | \bLock[ ]wait[ ]timeout[ ]exceeded\b
+    | \bCannot[ ](?:add|delete)[ ]or[ ]update[ ]a[ ](?:child|parent)[ ]row\b
+    # SQLite
+    | \b(?:UNIQUE|NOT[ ]NULL|FOREIGN[ ]KEY|CHECK|PRIMARY[ ]KEY)[ ]constraint[ ]failed\b
+    | \bno[ ]such[ ](?:table|column|function|index|savepoint):[ ]
+    | \bhas[ ]no[ ]column[ ]named\b
+    | \bnear[ ]"[^"\n]*":[ ]syntax[ ]error\b
+    | \bdatabase[ ](?:is[ ]locked|disk[ ]image[ ]is[ ]malformed|table[ ]is[ ]locked)\b
+    | \battempt[ ]to[ ]write[ ]a[ ]readonly[ ]database\b
+    | \bunable[ ]to[ ]open[ ]database[ ]file\b
+    | \bSQLITE_[A-Z]+\b
+    # MongoDB, Oracle, SQL Server
+    | \bE11000[ ]duplicate[ ]key\b | \bdup[ ]key:[ ]
+    | \bORA-\d{5}\b | \[(?:Microsoft\]\[)?ODBC\b | \[SQL[ ]Server\]
+    """,
+    re.X,
+)
+
+
+def database_text(text: str) -> bool:
+    """Does ``text`` look like a database driver's error (see :data:`DATABASE_ERROR`)?"""
+    return _DATABASE_TEXT.search(text) is not None
+
 
 class Sanitizer:
     """Removes what must never reach a client or a log line.
@@ -292,6 +356,19 @@ class Sanitizer:
             lambda m: f"{m.group(1) or ''}{m.group(2)}{m.group(3)}{_REDACTED}", text
         )
         return _SECRET_KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+
+    def backend_text(self, text: str, max_chars: int) -> str:
+        """Words a backend wrote for a failure (its error's reason), made fit to quote: text
+        shaped like a database error becomes :data:`DATABASE_ERROR`; anything else is
+        sanitized, put on one line and only then cut to ``max_chars``, so a cut cannot leave
+        half a statement or half a secret behind."""
+        text = encodable(text)
+        if database_text(text):
+            return DATABASE_ERROR
+        line = " ".join(self(text, max_chars=0).split())
+        if len(line) > max_chars:
+            line = line[: max_chars - 1].rstrip() + "…"
+        return line
 
     def __call__(self, text: object, *, max_chars: int | None = None) -> str:
         s = self.redact_secrets(encodable(text if isinstance(text, str) else str(text)))

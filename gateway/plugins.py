@@ -191,7 +191,7 @@ class PluginLoader:
         self.health = health
         self.sanitizer = sanitizer
         self.backends = backends or BackendHub(
-            config.plugin_table, config.env, unexpanded=config.unexpanded
+            config.plugin_table, config.env, sanitizer, unexpanded=config.unexpanded
         )
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()

@@ -318,19 +318,6 @@ async def test_oversized_answers_and_gzip_bombs_cost_no_more_than_the_cap(tmp_pa
     assert zipped.payload["id"] == "zipped"
 
 
-async def test_redirects_to_another_origin_carry_no_credentials(tmp_path):
-    with Api() as api, Api() as other:
-        api.override("/items/away", Reply.redirect(other.url + "/items/landed"))
-        api.override("/items/home", Reply.redirect(api.url + "/items/stayed"))
-        gw = _gw(tmp_path, api.url, demo={"token": "tok-secret-999"})
-        async with gw:
-            away = await gw.call("demo_get", {"item_id": "away"})
-            home = await gw.call("demo_get", {"item_id": "home"})
-    assert away.payload["id"] == "landed" and home.payload["id"] == "stayed"
-    assert "authorization" not in other.requests[-1].headers
-    assert api.requests[-1].headers["authorization"] == "Bearer tok-secret-999"
-
-
 async def test_only_gets_are_retried_and_only_when_nothing_was_answered(tmp_path):
     with Api() as api:
         gw = _gw(tmp_path, api.url)

@@ -38,7 +38,8 @@ from .shapes import (
     uuid_check,
 )
 from .status import Failure, StatusRule, backend_reason, status_error
-from .tools import RestContext, RestRun, RestTool, validate_answer
+from .tools import RestContext, RestRun, RestTool
+from .validation import validate_answer
 
 __all__ = [
     "Failure",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .settings import RestSettings
+from .settings import RestSettings, basic_credentials, basic_secrets
 
 
 def bearer_auth(settings: RestSettings) -> dict[str, str]:
@@ -26,8 +26,30 @@ def bearer_auth(settings: RestSettings) -> dict[str, str]:
 
 
 def basic_auth(user: str, password: str) -> dict[str, str]:
-    raw = f"{user}:{password}".encode()
-    return {"Authorization": "Basic " + base64.b64encode(raw).decode("ascii")}
+    return {"Authorization": "Basic " + basic_credentials(user, password)}
+
+
+def header_secrets(headers: Mapping[str, str]) -> list[str]:
+    """The credentials inside the headers an ``auth`` function returns, for the sanitizer: of
+    ``Authorization`` the value after the scheme word (``Bearer``, ``token``, ``Basic``), and
+    for basic auth also the decoded ``user:password`` and password; any other header's value
+    (``X-Api-Key``) whole."""
+    out: list[str] = []
+    for name, value in headers.items():
+        scheme, _, credential = value.strip().partition(" ")
+        credential = credential.strip()
+        if name.lower() not in ("authorization", "proxy-authorization") or not credential:
+            out.append(value.strip())
+            continue
+        out.append(credential)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(credential, validate=True).decode()
+            except ValueError:
+                continue
+            user, _, password = pair.partition(":")
+            out.extend(basic_secrets(user, password))
+    return out
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,18 @@ class RestBackend:
             health_path=health_path,
             api_prefix=api_prefix,
         )
+
+    def secret_values(self, settings: RestSettings) -> list[str]:
+        """Every secret of this backend for the sanitizer: those of its settings, and the
+        credentials its ``auth`` puts into headers (a basic-auth pair encoded, too)."""
+        out = settings.secret_values()
+        if settings.configured:
+            try:
+                headers = self.auth(settings)
+            except Exception:  # a broken auth function fails the first call, not start-up
+                return out
+            out.extend(header_secrets(headers))
+        return out
 
     def not_configured(self) -> str:
         env = self.settings.env_prefix

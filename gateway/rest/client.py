@@ -1,16 +1,18 @@
 """One keep-alive ``httpx.AsyncClient`` per REST backend, every failure mapped once.
 
 Imported on a backend's first call, never at start-up. What a backend can do to the gateway is
-bounded here: answers are read as a stream and refused past ``max_response_bytes`` (counted
-after decompression, so a gzip bomb costs no more than the cap), redirects are followed at most
-five times and httpx drops the ``Authorization`` header on any redirect to another origin,
-requests in flight are capped by ``max_concurrency``, and only GETs are retried, only when the
-connection was refused or dropped before an answer, twice at most, with a short backoff.
+bounded here: answers are read as a stream and refused past ``max_response_bytes``, counted
+after decoding at every ``Content-Encoding`` layer (see :mod:`gateway.rest.body`), and past
+``max_response_values`` JSON values, counted before parsing; a large answer is parsed in a worker
+thread, so the tool's timeout still holds. A redirect is never followed for a change (POST, PUT,
+PATCH, DELETE) and for a read only within the backend's own origin, at most five times; one that
+is not followed is a ``BACKEND_ERROR`` naming where it pointed. Requests in flight are capped by
+``max_concurrency``, and only GETs are retried, only when the connection was refused or dropped
+before an answer, twice at most, with a short backoff.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -19,26 +21,45 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
+import anyio.to_thread
 import httpx
 
 from ..callstate import note_cancelled_waiting
-from ..errors import ErrorCode, GatewayError
+from ..errors import ErrorCode, GatewayError, Sanitizer
 from ..telemetry import current
 from .backend import RestBackend
+from .body import (
+    ACCEPT_ENCODING,
+    BoundedDecoder,
+    DecodingFailed,
+    TooDeep,
+    TooManyValues,
+    decode_json,
+)
 from .settings import RestSettings
 from .status import Failure, StatusRule, backend_reason, status_error
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _RETRY_BACKOFF = (0.1, 0.3)
+MAX_REDIRECTS = 5
+#: Answers larger than this are parsed (and validated) in a worker thread.
+LARGE_ANSWER_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A decoded answer: the JSON ``data``, the status and the headers."""
+    """A decoded answer: the JSON ``data``, the status, the headers and the body's size in
+    bytes (after decoding)."""
 
     data: Any
     status: int
     headers: httpx.Headers
+    size: int = 0
+
+    @property
+    def large(self) -> bool:
+        """Worth validating off the event loop."""
+        return self.size > LARGE_ANSWER_BYTES
 
 
 def fill_path(template: str, values: Mapping[str, Any]) -> str:
@@ -57,14 +78,23 @@ class RestClient:
     """The shared client of one backend; handlers reach it as ``ctx.client`` (see
     :class:`gateway.rest.RestContext`)."""
 
-    def __init__(self, backend: RestBackend, settings: RestSettings) -> None:
+    def __init__(
+        self, backend: RestBackend, settings: RestSettings, sanitizer: Sanitizer | None = None
+    ) -> None:
         assert settings.url is not None
-        headers = {"Accept": "application/json", "User-Agent": backend.user_agent}
+        headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": ACCEPT_ENCODING,
+            "User-Agent": backend.user_agent,
+        }
         headers.update(backend.auth(settings))
         self.backend = backend
         self.settings = settings
         self.title = backend.title
         self.cap = settings.max_response_bytes
+        self.max_values = settings.max_response_values
+        self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
+        self.origin = _origin(httpx.URL(settings.url))
         self.http = httpx.AsyncClient(
             base_url=settings.url + backend.api_prefix,
             headers=headers,
@@ -73,8 +103,7 @@ class RestClient:
                 max_connections=settings.max_concurrency,
                 max_keepalive_connections=settings.max_concurrency,
             ),
-            follow_redirects=True,
-            max_redirects=5,
+            follow_redirects=False,  # followed here, within the origin, for reads only
             verify=settings.verify_tls,
         )
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
@@ -107,11 +136,34 @@ class RestClient:
         )
 
     def _malformed(self, what: str, exc: BaseException) -> GatewayError:
+        detail = str(exc) if isinstance(exc, DecodingFailed) else type(exc).__name__
         return GatewayError(
             ErrorCode.BACKEND_ERROR,
-            f"{self.title} sent a malformed response for {what} ({type(exc).__name__}); "
-            "retry later",
+            f"{self.title} sent a malformed response for {what} ({detail}); retry later",
         )
+
+    def _not_followed(self, resp: httpx.Response, what: str) -> httpx.Request:
+        """The request a redirect points to, if it is followed: a read within the origin."""
+        target = resp.next_request
+        assert target is not None  # has_redirect_location, and redirects are not followed
+        where = _origin(target.url)
+        url_setting = self.settings.env_name("URL")
+        if resp.request.method not in ("GET", "HEAD"):
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} answered {what} with a redirect (HTTP {resp.status_code}) to "
+                f"{where}, and a change is never sent on: check that {url_setting} is the "
+                "API's own address, and whether the change was made, before retrying",
+                retryable=False,
+            )
+        if where != self.origin:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} redirected {what} to another origin ({where}), which is not "
+                f"followed: check that {url_setting} is the API's own address",
+                retryable=False,
+            )
+        return target
 
     def failure(
         self,
@@ -124,7 +176,7 @@ class RestClient:
         """The exception for an answer with a status of 300 or more."""
         failure = Failure(
             status,
-            backend_reason(body),
+            backend_reason(body, self.sanitizer),
             what,
             self.title,
             credentials_hint=self._hint,
@@ -146,9 +198,9 @@ class RestClient:
     ) -> AsyncIterator[httpx.Response]:
         """An open response whose body is not read yet (for files), transport failures mapped.
 
-        The caller reads the body (``aiter_bytes``) and checks the status itself; see
-        :meth:`read_capped` and :meth:`failure`. ``route`` is the path's template
-        (``/api/jobs/{job_id}``), which telemetry records; a filled path never is.
+        The caller reads the body and checks the status itself; see :meth:`read_capped` and
+        :meth:`failure`. ``route`` is the path's template (``/api/jobs/{job_id}``), which
+        telemetry records; a filled path never is.
         """
         kwargs: dict[str, Any] = {"params": _clean(params), "headers": headers}
         if json_body is not None:
@@ -176,9 +228,25 @@ class RestClient:
     async def _send(
         self, method: str, path: str, kwargs: dict[str, Any], attempts: int, what: str
     ) -> httpx.Response:
+        try:
+            request = self.http.build_request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self._malformed(what, exc) from None
+        for _ in range(MAX_REDIRECTS + 1):
+            resp = await self._send_once(request, attempts, what)
+            if not resp.has_redirect_location:
+                return resp
+            await resp.aclose()
+            request = self._not_followed(resp, what)
+        raise GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"{self.title} redirected {what} more than {MAX_REDIRECTS} times; not followed further",
+            retryable=False,
+        )
+
+    async def _send_once(self, request: httpx.Request, attempts: int, what: str) -> httpx.Response:
         for attempt in range(attempts):
             try:
-                request = self.http.build_request(method, path, **kwargs)
                 return await self.http.send(request, stream=True)
             except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
                 # Refused, or a kept-alive connection the server had closed before answering:
@@ -210,21 +278,28 @@ class RestClient:
         return data
 
     async def read_prefix(self, resp: httpx.Response, limit: int, what: str) -> tuple[bytes, bool]:
-        """At most ``limit`` bytes of the (decompressed) body, and whether that was all of it;
-        the rest is not read (for files, where a prefix is a useful answer)."""
+        """At most ``limit`` bytes of the decoded body, and whether that was all of it; the
+        rest is not read (for files, where a prefix is a useful answer). No ``Content-Encoding``
+        layer ever holds more than a small step beyond what was asked for."""
         chunks: list[bytes] = []
         got = 0
         complete = True
         try:
-            async for chunk in resp.aiter_bytes():
-                chunks.append(chunk)
-                got += len(chunk)
-                if got > limit:
-                    complete = False
+            decoder = BoundedDecoder(resp.headers.get_list("Content-Encoding", split_commas=True))
+            async for raw in resp.aiter_raw():
+                for chunk in decoder.feed(raw):
+                    chunks.append(chunk)
+                    got += len(chunk)
+                    if got > limit:
+                        complete = False
+                        break
+                if not complete:
                     break
+            if complete:
+                decoder.finish()
         except httpx.TimeoutException:
             raise self._slow(what) from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, DecodingFailed) as exc:
             raise self._malformed(what, exc) from None
         return b"".join(chunks)[:limit], complete
 
@@ -269,20 +344,42 @@ class RestClient:
             code, headers = resp.status_code, resp.headers
         if code >= 300:
             raise self.failure(code, body, what, status, values)
+        data = await self._decode(body, what)
+        if data is None and not allow_null:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title} sent an empty (null) answer for {what}; retry later",
+            )
+        return Answer(data, code, headers, len(body))
+
+    async def _decode(self, body: bytes, what: str) -> Any:
+        if not body:
+            return None
         try:
-            data = json.loads(body) if body else None
+            if len(body) <= LARGE_ANSWER_BYTES:
+                return decode_json(body, self.max_values)
+            return await anyio.to_thread.run_sync(
+                decode_json, body, self.max_values, abandon_on_cancel=True
+            )
+        except TooManyValues:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title}'s answer for {what} holds more than {self.max_values:,} JSON "
+                f"values ({self.settings.env_name('MAX_RESPONSE_VALUES')}); ask for less",
+                retryable=False,
+            ) from None
+        except TooDeep:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"{self.title}'s answer for {what} is nested too deeply to be read",
+                retryable=False,
+            ) from None
         except ValueError:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
                 f"{self.title}'s answer for {what} is not JSON; is "
                 f"{self.settings.env_name('URL')} the API's base URL?",
             ) from None
-        if data is None and not allow_null:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"{self.title} sent an empty (null) answer for {what}; retry later",
-            )
-        return Answer(data, code, headers)
 
 
 def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -294,6 +391,13 @@ def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
             continue
         out[key] = ("true" if value else "false") if isinstance(value, bool) else value
     return out
+
+
+def _origin(url: httpx.URL) -> str:
+    """``scheme://host[:port]``: where a URL points, without credentials, path or query."""
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{host}{port}"
 
 
 def _answered(exc: httpx.HTTPError) -> bool:

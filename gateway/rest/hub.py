@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import build_settings, unexpanded_problem
-from ..errors import ErrorCode, GatewayError
+from ..errors import ErrorCode, GatewayError, Sanitizer
 from ..spec import HealthCheck
 from .backend import RestBackend
 from .settings import RestSettings
@@ -41,6 +41,7 @@ class BackendHub:
         self,
         plugin_tables: Callable[[str], dict[str, Any]],
         env: Mapping[str, str],
+        sanitizer: Sanitizer | None = None,
         *,
         unexpanded: Mapping[str, str] | None = None,
     ):
@@ -49,6 +50,8 @@ class BackendHub:
         #: variables left out of ``env`` as unexpanded ``${NAME}`` references (see config)
         self._unexpanded = dict(unexpanded or {})
         self._entries: dict[str, _Entry] = {}
+        #: Cleans what backends write before it is cut into messages; learns their secrets.
+        self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
 
     def declare(self, backend: RestBackend, plugin: str) -> RestSettings:
         """Record that ``plugin`` uses ``backend``; build its settings the first time.
@@ -69,6 +72,7 @@ class BackendHub:
             return entry.settings
         settings = build_settings(backend.settings, self._tables(backend.settings_table), self._env)
         assert isinstance(settings, RestSettings)
+        self.sanitizer.add_secrets(backend.secret_values(settings))
         self._entries[backend.name] = _Entry(backend, settings, [plugin])
         return settings
 
@@ -105,7 +109,7 @@ class BackendHub:
         if entry.client is None:
             from .client import RestClient  # httpx is imported here, on first use
 
-            entry.client = RestClient(entry.backend, entry.settings)
+            entry.client = RestClient(entry.backend, entry.settings, self.sanitizer)
         return entry.client
 
     def not_configured(self, name: str) -> str | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from .status import StatusRule
 
 if TYPE_CHECKING:
-    from .client import RestClient
+    from .client import Answer, RestClient
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -53,6 +53,10 @@ class Route:
 
     async def send(self, client: RestClient, args: BaseModel | Mapping[str, Any]) -> Any:
         """Send this route with values taken from ``args`` and return the decoded JSON."""
+        return (await self.request(client, args)).data
+
+    async def request(self, client: RestClient, args: BaseModel | Mapping[str, Any]) -> Answer:
+        """Send this route with values taken from ``args``: the answer with its size."""
         values = dict(args)
         wire = self.rename.get
         path_params = {name: values.get(name) for name in _PLACEHOLDER.findall(self.path)}
@@ -62,7 +66,7 @@ class Route:
             if self.body is None
             else {wire(n, n): _plain(values[n]) for n in self.body if values.get(n) is not None}
         )
-        answer = await client.answer(
+        return await client.answer(
             self.method,
             self.path,
             path_params=path_params,
@@ -72,7 +76,6 @@ class Route:
             what=self.describe(values),
             allow_null=self.allow_null,
         )
-        return answer.data
 
 
 def _plain(value: Any) -> Any:

@@ -2,16 +2,17 @@
 
 Subclass :class:`RestSettings` and set ``env_prefix``: with ``env_prefix = "COCKPIT_API"`` the
 fields read ``COCKPIT_API_URL``, ``COCKPIT_API_TOKEN``, ``COCKPIT_API_REQUEST_TIMEOUT``,
-``COCKPIT_API_MAX_CONCURRENCY``, ``COCKPIT_API_VERIFY_TLS`` and
-``COCKPIT_API_MAX_RESPONSE_BYTES``, and the same keys (``url``, ``token``, …) in the backend's
+``COCKPIT_API_MAX_CONCURRENCY``, ``COCKPIT_API_VERIFY_TLS``, ``COCKPIT_API_MAX_RESPONSE_BYTES``
+and ``COCKPIT_API_MAX_RESPONSE_VALUES``, and the same keys (``url``, ``token``, …) in the backend's
 ``[plugins.<table>]``. A subclass adds fields of its own with :func:`gateway.env_field`.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -55,6 +56,13 @@ class RestSettings(BaseModel):
         le=1024 * 1024 * 1024,
         description="Answers larger than this (after decompression) are refused, not read",
     )
+    max_response_values: int = env_suffix(
+        "MAX_RESPONSE_VALUES",
+        200_000,
+        ge=1000,
+        le=10_000_000,
+        description="Answers holding more JSON values than this are refused before they are parsed",
+    )
 
     @field_validator("url")
     @classmethod
@@ -88,14 +96,31 @@ class RestSettings(BaseModel):
         return f"{self.env_prefix}_{suffix}" if self.env_prefix else suffix.lower()
 
     def secret_values(self) -> list[str]:
-        """Every secret these settings hold, for the sanitizer: tokens, passwords, URL passwords."""
+        """Every secret these settings hold, for the sanitizer: tokens, passwords, and the
+        credentials of a URL's ``user:password@`` in every form they travel in."""
         out = []
         for name in type(self).model_fields:
             value = getattr(self, name, None)
             if isinstance(value, SecretStr):
                 out.append(value.get_secret_value())
             elif isinstance(value, str) and "://" in value:
-                password = urlsplit(value).password
-                if password:
-                    out.append(password)
+                parts = urlsplit(value)
+                if parts.password:
+                    out.append(parts.password)  # as written, perhaps percent-encoded
+                    # httpx sends URL credentials decoded, as basic auth.
+                    out.extend(
+                        basic_secrets(unquote(parts.username or ""), unquote(parts.password))
+                    )
         return out
+
+
+def basic_credentials(user: str, password: str) -> str:
+    """What ``Authorization: Basic …`` carries: base64 of ``user:password``."""
+    return base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def basic_secrets(user: str, password: str) -> list[str]:
+    """Basic-auth credentials in every form a backend may echo them: the password, the
+    ``user:password`` pair and its base64 (padded and not)."""
+    encoded = basic_credentials(user, password)
+    return [password, f"{user}:{password}", encoded, encoded.rstrip("=")]

@@ -2,10 +2,11 @@
 
 A backend's answer with a status of 300 or more becomes a :class:`~gateway.GatewayError` whose
 code says what the model can do about it, and whose message carries the backend's own reason
-(FastAPI's ``{"detail": …}``, Gitea's ``{"message": …}``, or a short text), bounded; the core
-sanitizes it on the way out. A call can override the answer for any status with a
-:data:`StatusRule`. :func:`classify_exception` maps the exceptions of HTTP client libraries
-that plugin code lets escape (httpx's, by name) the same way, for the pipeline and health.
+(FastAPI's ``{"detail": …}``, Gitea's ``{"message": …}``, or a short text), sanitized, then
+bounded (database text never gets through: see :meth:`gateway.errors.Sanitizer.backend_text`).
+A call can override the answer for any status with a :data:`StatusRule`.
+:func:`classify_exception` maps the exceptions of HTTP client libraries that plugin code lets
+escape (httpx's, by name) the same way, for the pipeline and health.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ErrorCode, GatewayError
+from ..errors import ErrorCode, GatewayError, Sanitizer
 
 MAX_REASON_CHARS = 300
+MAX_REASON_SOURCE = 16 * 1024  # characters of an error body read for its reason
+_PLAIN = Sanitizer()
 
 
 @dataclass(frozen=True)
@@ -41,21 +44,28 @@ class Failure:
 StatusRule = ErrorCode | str | tuple[ErrorCode, str] | Callable[[Failure], BaseException]
 
 
-def backend_reason(body: Any) -> str:
-    """The backend's own words for a failure, one line, at most ``MAX_REASON_CHARS``."""
+def backend_reason(body: Any, sanitizer: Sanitizer | None = None) -> str:
+    """The backend's own words for a failure: one line, sanitized (database text becomes "the
+    backend reported a database error"), then cut to ``MAX_REASON_CHARS``. ``sanitizer``: the
+    gateway's, which knows the configured secrets; without it, one that knows none."""
+    text = _reason_text(body)
+    return (sanitizer or _PLAIN).backend_text(text, MAX_REASON_CHARS) if text else ""
+
+
+def _reason_text(body: Any) -> str:
     if isinstance(body, bytes | bytearray):
-        text = body[:4096].decode("utf-8", "replace")
+        text = body[:MAX_REASON_SOURCE].decode("utf-8", "replace")
         try:
             body = json.loads(text)
-        except ValueError:
-            return _one_line(text)
+        except (ValueError, RecursionError):
+            return text
     if isinstance(body, dict):
         for key in ("detail", "message", "error"):
             if key in body:
                 return _detail(body[key])
         return ""
     if isinstance(body, str):
-        return _one_line(body)
+        return body[:MAX_REASON_SOURCE]
     return ""
 
 
@@ -70,17 +80,10 @@ def _detail(value: Any) -> str:
                 parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
             else:
                 parts.append(str(item))
-        return _one_line("; ".join(parts))
+        return "; ".join(parts)
     if isinstance(value, dict):
-        return _one_line(json.dumps(value, ensure_ascii=False))
-    return _one_line(str(value))
-
-
-def _one_line(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > MAX_REASON_CHARS:
-        text = text[: MAX_REASON_CHARS - 1].rstrip() + "…"
-    return text
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
 
 
 def _with_reason(message: str, reason: str) -> str:

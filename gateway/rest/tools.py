@@ -28,33 +28,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+import anyio.to_thread
+from pydantic import BaseModel
 
 from ..errors import ErrorCode, GatewayError
 from ..spec import ArgsT, SettingsT, ToolContext, ToolHandler, ToolSpec
 from .backend import RestBackend
 from .hub import BackendHub
 from .route import Route
+from .validation import validate_answer
 
 if TYPE_CHECKING:
-    from .client import RestClient
+    from .client import Answer, RestClient
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def validate_answer(model: type[M], data: Any, title: str, what: str) -> M:
-    """The backend's answer as ``model``, or a ``BACKEND_ERROR`` naming what did not fit."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(answer)"
-        raise GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"{title} answered {what} in an unexpected shape ({loc}: {first['msg']}); "
-            "the API may be a different version than this plugin expects",
-            retryable=False,
-        ) from None
+T = TypeVar("T")
 
 
 @dataclass(kw_only=True)
@@ -89,8 +77,12 @@ class RestContext(ToolContext[SettingsT]):
 
     async def fetch(self, route: Route, model: type[M], values: BaseModel | Mapping[str, Any]) -> M:
         """Send ``route`` with ``values`` and return the answer as ``model``."""
-        data = await route.send(self.client, values)
-        return self.validate(model, data, route.describe(dict(values)))
+        answer = await route.request(self.client, values)
+        what = route.describe(dict(values))
+        return await _off_loop_if_large(
+            answer,
+            lambda: validate_answer(model, answer.data, self.backend.title, what, size=answer.size),
+        )
 
     def validate(self, model: type[M], data: Any, what: str) -> M:
         """``data`` (an answer, perhaps reshaped) as ``model``: a ``BACKEND_ERROR`` naming the
@@ -140,13 +132,26 @@ def _running(tool: RestTool[ArgsT], run: RestRun[ArgsT]) -> ToolHandler[ArgsT]:
 
 
 def _sending(tool: RestTool[ArgsT], route: Route) -> ToolHandler[ArgsT]:
+    title = tool.backend.title
+    model = tool.output_model
+
     async def handler(args: ArgsT, ctx: ToolContext[Any]) -> object:
-        rest = RestContext.of(ctx, tool.backend)
-        data = await rest.send(route, args)
-        if tool.shape is not None:
-            data = tool.shape(data, args)
-        if tool.output_model is None or isinstance(data, tool.output_model):
-            return data
-        return rest.validate(tool.output_model, data, route.describe(dict(args)))
+        answer = await route.request(RestContext.of(ctx, tool.backend).client, args)
+
+        def finish() -> object:
+            data = answer.data if tool.shape is None else tool.shape(answer.data, args)
+            if model is None or isinstance(data, model):
+                return data
+            return validate_answer(model, data, title, route.describe(dict(args)), size=answer.size)
+
+        return await _off_loop_if_large(answer, finish)
 
     return handler
+
+
+async def _off_loop_if_large(answer: Answer, work: Callable[[], T]) -> T:
+    """``work()`` on a large answer runs in a worker thread, abandoned when the tool's timeout
+    cuts the call off, so the timeout holds and the event loop serves other calls meanwhile."""
+    if not answer.large:
+        return work()
+    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)

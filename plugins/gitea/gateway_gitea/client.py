@@ -30,8 +30,16 @@ TREE_MAX_PAGE = 1000  # [api] DEFAULT_GIT_TREES_PER_PAGE
 T = TypeVar("T")
 
 
-class EmptyRepository(Exception):
-    """The job's repository exists but has no commits yet (Gitea answers 409)."""
+class EmptyRepository(GatewayError):
+    """The job's repository exists but has no commits yet: Gitea answers 409 (its
+    ``EmptyRepository``) wherever a git object is needed. A deliberate ``NOT_FOUND`` wherever it
+    is raised; the listing tools answer an empty result instead."""
+
+    def __init__(self, name: str | None = None) -> None:
+        where = f"the job repository {name}" if name else "the job's repository"
+        super().__init__(
+            ErrorCode.NOT_FOUND, f"{where} is empty: the job has not committed anything yet"
+        )
 
 
 @dataclass(frozen=True)
@@ -266,7 +274,7 @@ class GiteaClient:
         if ref == "HEAD":
             info = await self.repository(job_id)
             if info.get("empty"):
-                raise EmptyRepository()
+                raise EmptyRepository(name)
             rev = _parse(f"repository {name}", lambda: str(info["default_branch"]))
         what = f"ref {ref!r} of {name}"
         try:
@@ -281,6 +289,8 @@ class GiteaClient:
                 },
                 what,
             )
+        except EmptyRepository:
+            raise
         except GatewayError as err:
             if err.code is not ErrorCode.NOT_FOUND:
                 raise
@@ -388,6 +398,8 @@ class GiteaClient:
         what = f"the tags of {self.full_name(job_id)}"
         try:
             items = await self._all(f"{self._repo(job_id)}/tags", {}, what)
+        except EmptyRepository:
+            return []  # what older Gitea versions answer where newer ones give 200 []
         except GatewayError as err:
             if err.code is ErrorCode.NOT_FOUND:
                 await self.repository(job_id)  # raises the repository's own message

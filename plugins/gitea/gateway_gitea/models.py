@@ -33,7 +33,8 @@ _REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 class Settings(RestSettings):
     """``[plugins.gitea]`` in the gateway's TOML file; each field also has an env variable
     (``GITEA_URL``, ``GITEA_TOKEN``, ``GITEA_REQUEST_TIMEOUT``, ``GITEA_MAX_CONCURRENCY``,
-    ``GITEA_VERIFY_TLS``, ``GITEA_MAX_RESPONSE_BYTES`` come with the REST kit)."""
+    ``GITEA_VERIFY_TLS``, ``GITEA_MAX_RESPONSE_BYTES``, ``GITEA_MAX_RESPONSE_VALUES`` come with
+    the REST kit)."""
 
     env_prefix: ClassVar[str] = "GITEA"
 

@@ -61,13 +61,6 @@ def iso(value: str) -> str:
         return value
 
 
-def _empty_repo(name: str) -> GatewayError:
-    return GatewayError(
-        ErrorCode.NOT_FOUND,
-        f"the job repository {name} is empty: the job has not committed anything yet",
-    )
-
-
 def _commit_out(c: Commit) -> CommitOut:
     return CommitOut(
         sha=c.sha,
@@ -97,16 +90,16 @@ async def list_job_commits(args: ListCommitsArgs, ctx: RestContext[Settings]) ->
         has_more=False,
         commits=[],
     )
+    offset = (args.page - 1) * args.limit
     try:
         head = await client.resolve(args.job_id, args.ref)
         since = await client.resolve(args.job_id, args.since_ref) if args.since_ref else None
+        commits, total = await client.commits(
+            args.job_id, head.sha, since.sha if since else None, offset, args.limit
+        )
     except EmptyRepository:
         result.empty_repository = True
         return result
-    offset = (args.page - 1) * args.limit
-    commits, total = await client.commits(
-        args.job_id, head.sha, since.sha if since else None, offset, args.limit
-    )
     result.ref_sha = head.sha
     result.since_sha = since.sha if since else None
     result.total = total
@@ -131,27 +124,27 @@ async def get_job_diff(args: DiffArgs, ctx: RestContext[Settings]) -> DiffResult
             "set GITEA_DIFF_ENGINE=auto",
             retryable=False,
         )
-    try:
-        base = await client.resolve(args.job_id, args.base)
-        head = await client.resolve(args.job_id, args.head)
-    except EmptyRepository:
-        raise _empty_repo(name) from None
-    walk = await diff.walk_trees(
-        client,
-        args.job_id,
-        (base.sha, base.tree),
-        (head.sha, head.tree),
-        args.file_path,
-        settings.max_diff_file_bytes,
-    )
-    diff.enforce_budget(walk, settings.max_diff_total_bytes)
 
     async def progress(done: int, total: int) -> None:
         await ctx.progress(done, total, f"fetched {done} of {total} changed files")
 
-    blobs = await diff.fetch_blobs(
-        client, args.job_id, walk.blobs, settings.max_diff_file_bytes, progress
-    )
+    try:
+        base = await client.resolve(args.job_id, args.base)
+        head = await client.resolve(args.job_id, args.head)
+        walk = await diff.walk_trees(
+            client,
+            args.job_id,
+            (base.sha, base.tree),
+            (head.sha, head.tree),
+            args.file_path,
+            settings.max_diff_file_bytes,
+        )
+        diff.enforce_budget(walk, settings.max_diff_total_bytes)
+        blobs = await diff.fetch_blobs(
+            client, args.job_id, walk.blobs, settings.max_diff_file_bytes, progress
+        )
+    except EmptyRepository:
+        raise EmptyRepository(name) from None
     hint = "call again with a larger max_chars (0 = unlimited) or one file_path"
     limit = diff.TextLimit(args.max_chars)
     files = None
@@ -203,9 +196,9 @@ async def get_job_file(args: FileArgs, ctx: RestContext[Settings]) -> FileResult
     cap = ctx.settings.max_file_bytes
     try:
         commit = await client.resolve(args.job_id, args.ref)
+        raw = await client.raw(args.job_id, args.file_path, commit.sha, limit=cap, use_range=True)
     except EmptyRepository:
-        raise _empty_repo(name) from None
-    raw = await client.raw(args.job_id, args.file_path, commit.sha, limit=cap, use_range=True)
+        raise EmptyRepository(name) from None
     binary = b"\0" in raw.data[:8000]
     content = None
     if not binary:
@@ -250,10 +243,19 @@ async def list_job_files(args: ListFilesArgs, ctx: RestContext[Settings]) -> Fil
     )
     try:
         commit = await client.resolve(args.job_id, args.ref)
+        result.entries = await _folder(client, args, commit, name)
     except EmptyRepository:
         result.empty_repository = True
+        result.entries = []
         return result
     result.commit = commit.sha
+    return result
+
+
+async def _folder(
+    client: GiteaClient, args: ListFilesArgs, commit: Commit, name: str
+) -> list[FileEntry]:
+    """The entries of ``args.path`` at ``commit``, walking one tree per path segment."""
     tree = commit.tree
     walked = ""
     for part in [p for p in args.path.split("/") if p]:
@@ -274,7 +276,7 @@ async def list_job_files(args: ListFilesArgs, ctx: RestContext[Settings]) -> Fil
             )
         tree = entry.sha
     prefix = f"{args.path}/" if args.path else ""
-    result.entries = [
+    return [
         FileEntry(
             name=e.name,
             path=prefix + e.name,
@@ -284,7 +286,6 @@ async def list_job_files(args: ListFilesArgs, ctx: RestContext[Settings]) -> Fil
         )
         for e in await client.tree(args.job_id, tree)
     ]
-    return result
 
 
 async def list_job_tags(args: ListTagsArgs, ctx: RestContext[Settings]) -> TagsResult:

@@ -227,3 +227,38 @@ async def test_requests_are_bounded_and_share_keep_alive_connections(
     assert private_gitea.requests["raw"] > 20
     assert 1 < private_gitea.max_in_flight <= 3
     assert private_gitea.connections <= 3  # both calls, all requests, at most 3 connections
+
+
+@pytest.mark.parametrize(
+    ("name", "emptied_after"),
+    [
+        ("list_job_tags", 0),  # /tags answers 409, as older Gitea versions do
+        ("list_job_commits", 2),  # both refs resolved, then the listing answers 409
+        ("list_job_files", 2),  # HEAD resolved, then the root tree answers 409
+        ("get_job_file", 1),  # the ref resolved, then /raw answers 409
+        ("get_job_diff", 3),  # both refs resolved, then the trees answer 409
+    ],
+)
+async def test_a_repository_found_empty_midway_gets_a_deliberate_answer(
+    gateway_factory, private_gitea, site: Site, name, emptied_after
+):
+    private_gitea.emptied_after = emptied_after
+    gw = gateway_factory(
+        plugins=["gitea"],
+        plugin_config={"gitea": {"url": private_gitea.url, "token": TOKEN}},
+        env={},
+    )
+    async with gw:
+        result = await gw.call(name, all_calls(site.job)[name])
+    assert private_gitea.requests["total"] > emptied_after  # the 409 was answered
+    repository = f"{OWNER}/job-{site.job}"
+    if name.startswith("list_"):
+        assert not result.is_error, result.payload
+        listed = {"list_job_tags": "tags", "list_job_commits": "commits"}.get(name, "entries")
+        assert result.payload[listed] == []
+        assert result.payload.get("empty_repository", True) is True
+    else:
+        assert result.code == "NOT_FOUND", result.payload
+        assert result.payload["error"]["message"] == (
+            f"the job repository {repository} is empty: the job has not committed anything yet"
+        )

@@ -18,7 +18,10 @@ Gitea 1.25/1.26, with the documented quirks (``reference/gitea/README.md``):
 
 Everything is read from the repositories with git (``git log``, ``cat-file --batch``,
 ``ls-tree``, ``for-each-ref``). Faults for tests: ``fault = "500" | "null" | "tamper"``
-(``/raw`` bodies altered) and ``delay`` seconds before every answer. Requests are counted in
+(``/raw`` bodies altered), ``delay`` seconds before every answer, and ``emptied_after``: once
+that many requests were answered, every git route (all but ``/repos/{o}/{r}`` itself) answers
+409 ``Git Repository is empty.``, as for a repository re-created empty between two requests,
+and as older Gitea versions answer ``/tags`` of an empty repository. Requests are counted in
 :attr:`FakeGitea.requests` (and listed in ``log``), new TCP connections in ``connections``,
 the most requests in flight at once in ``max_in_flight``.
 """
@@ -158,6 +161,7 @@ class FakeGitea:
     require_signin: bool = False
     fault: str | None = None
     delay: float = 0.0
+    emptied_after: int | None = None
     requests: Counter[str] = field(default_factory=Counter)
     log: list[str] = field(default_factory=list)
     connections: int = 0
@@ -346,6 +350,8 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
         ) -> None:
             if not rest:
                 raise _Reply(200, _repository(repo, owner, name))
+            if gitea.emptied_after is not None and gitea.requests["total"] > gitea.emptied_after:
+                raise _api_error(409, "Git Repository is empty.")
             if rest == ["commits"]:
                 self._commits(repo, query)
             if rest[:2] == ["git", "trees"] and len(rest) == 3:
