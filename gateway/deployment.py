@@ -50,11 +50,10 @@ def plugin_env(gateway: Gateway) -> PluginEnv:
     plugin whose backend is not configured (its tools could only answer BACKEND_UNAVAILABLE)."""
     out = PluginEnv()
     environment = gateway.config.env
-    tools = gateway.registry.all()
     for record in gateway.plugins:
         if record.state is not PluginState.LOADED:
             continue
-        own = [t for t in tools if t.plugin.name == record.name]
+        own = gateway.tools(record.name)
         backends = {
             t.spec.backend.name: t.spec.backend
             for t in own
@@ -70,7 +69,7 @@ def plugin_env(gateway: Gateway) -> PluginEnv:
                 if name is not None:
                     out.env[name] = _reference(name, environment[name], secret)
         for backend in backends.values():
-            settings = gateway.backends.settings(backend)
+            settings = gateway.backend_settings(backend)
             if settings.configured:
                 continue
             count = sum(1 for t in own if t.spec.backend is backend)

@@ -165,7 +165,7 @@ def build_http_app(
 
     async def readyz(request: Request) -> Response:
         status = await gateway.status()  # runs the checks; the results below come from cache
-        failing = [r for r in await gateway.health.run() if r.blocking]
+        failing = [r for r in await gateway.check_health() if r.blocking]
         code = 200 if not failing else 503
         return JSONResponse({"ready": not failing, **status}, status_code=code)
 
