@@ -3,6 +3,7 @@
 
     python3 dev.py run [ARGS...]   # set up .venv, then `mcp-gateway ARGS` (default: serve)
     python3 dev.py test [ARGS...]  # set up .venv with the test tools too, then pytest ARGS
+                                   # on one worker per core (-n 0: in one process)
     python3 dev.py lint            # ruff check, ruff format --check, mypy --strict per distribution
     python3 dev.py setup           # only set up what `run` needs
 
@@ -205,6 +206,15 @@ def lint() -> int:
     return 0
 
 
+def parallel(args: list[str]) -> list[str]:
+    """pytest-xdist options: one worker per core, tests of one ``xdist_group`` on one worker;
+    none when the arguments choose for themselves (``-n 0`` runs in this one process)."""
+    chosen = any(
+        a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in args
+    )
+    return [] if chosen else ["--numprocesses", "auto", "--dist", "loadgroup"]
+
+
 def _call(args: list[str], **kwargs: object) -> int:
     """Run a command to its end. Ctrl-C reaches it too (same process group); it decides how
     to stop (pytest prints its summary), and its exit code is ours."""
@@ -231,7 +241,7 @@ def main(argv: list[str]) -> int:
         # (subprocesses too) write to a throw-away one.
         with tempfile.TemporaryDirectory(prefix="mcp-gateway-test-state-") as state:
             env["XDG_STATE_HOME"] = state
-            return _call([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
+            return _call([str(PY), "-m", "pytest", *parallel(rest), *rest], cwd=ROOT, env=env)
     if cmd == "lint":
         setup_lint()
         return lint()

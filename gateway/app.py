@@ -1,9 +1,12 @@
-"""The assembled gateway: config + loaded plugins + registry + health + pipeline."""
+"""The assembled gateway: config + loaded plugins + registry + health + pipeline, behind one
+facade that the transports, the CLI and the test kit use."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
 from .audit import AuditLog
-from .auth.identity import current_caller
+from .auth.identity import Identity, current_caller
 from .auth.scopes import ScopePolicy
 from .config import GatewayConfig, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
-from .health import HealthMonitor
+from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
 from .pipeline import CallResult, Pipeline
@@ -32,9 +35,22 @@ from .plugins import (
 from .policy import Policy
 from .prompts import PromptRegistry, RegisteredPrompt, render_prompt
 from .registry import RegisteredTool, Registry
+from .rest.backend import RestBackend
 from .rest.hub import BackendHub
-from .spec import PluginContext, Tier, ToolContext, ToolSpec
+from .rest.settings import RestSettings
+from .spec import HealthCheck, PluginContext, ProgressFn, Tier, ToolContext, ToolHandler, ToolSpec
 from .telemetry import Telemetry, build_telemetry, header_secrets
+
+__all__ = [
+    "BUILTIN",
+    "CallResult",
+    "Gateway",
+    "HealthResult",
+    "OfferedTool",
+    "RegisteredPrompt",
+    "RegisteredTool",
+    "build_gateway",
+]
 
 BUILTIN = "gateway"
 #: Seconds :meth:`Gateway.stop` waits for the telemetry exporters to send what is pending.
@@ -43,9 +59,32 @@ TELEMETRY_STOP_SECONDS = 5.0
 TelemetryFactory = Callable[[Sanitizer], Telemetry]
 
 
+@dataclass(frozen=True)
+class OfferedTool:
+    """A tool as this deployment offers it: what ``tools/list`` publishes (``meta`` with the
+    policy's confirmation flag) and what the CLI and ``claude-config`` report."""
+
+    name: str
+    plugin: str
+    tier: Tier
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    annotations: dict[str, Any]
+    meta: dict[str, Any] | None
+    #: only a person may approve a call (``confirm_each_call``), never a headless approver
+    person_must_approve: bool
+
+
 class Gateway:
     """Build with :func:`build_gateway`. Loading happens in the constructor and does no I/O
     beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them.
+
+    The transports, the CLI and the test kit use only the methods below; the parts
+    (``registry``, ``policy``, ``pipeline``, ``health``, ``loader``) stay reachable for the
+    core's own tests. What decides which tools a client is offered belongs in these methods, so
+    that every surface follows it.
 
     ``telemetry`` builds the gateway's :class:`~gateway.telemetry.Telemetry` from its
     sanitizer; by default it is what ``config.telemetry`` asks for (``TelemetryError`` when
@@ -116,13 +155,17 @@ class Gateway:
     def plugin(self, name: str) -> PluginRecord | None:
         return next((p for p in self.plugins if p.name == name), None)
 
+    # -- what is installed and what is offered ----------------------------------------------
+
+    def tools(self, plugin: str | None = None) -> list[RegisteredTool]:
+        """Every tool the registry serves (of one plugin, or all), offered or not."""
+        return [t for t in self.registry.all() if plugin is None or t.plugin.name == plugin]
+
     def visible_tools(self) -> list[RegisteredTool]:
-        """The tools this deployment offers: visible under its policy, and with a configured
-        backend (unless ``offer_unconfigured_tools``)."""
-        unoffered = {t for p in self.plugins for t in p.not_offered}
-        return [
-            t for t in self.registry.all() if self.policy.visible(t) and t.name not in unoffered
-        ]
+        """The served tools a client is offered (as the registry holds them): visible under
+        the policy, and with a configured backend (unless ``offer_unconfigured_tools``)."""
+        unoffered = self._unoffered()
+        return [t for t in self.registry.all() if self._offers(t, unoffered)]
 
     def meanwhile(self, tool: RegisteredTool) -> str | None:
         """What an error saying ``tool``'s backend is unavailable adds: the tools its backend
@@ -134,9 +177,59 @@ class Gateway:
         found = [f"{name} {what}" for name, what in fallbacks if name in offered]
         return "meanwhile " + "; ".join(found) if found else None
 
+    def offered_tools(self) -> list[OfferedTool]:
+        """The tools a client is offered, in their published form."""
+        return [self._offered(t) for t in self.visible_tools()]
+
+    def offered_tool(self, name: str) -> OfferedTool | None:
+        tool = self.registry.get(name)
+        if tool is None or not self._offers(tool, self._unoffered()):
+            return None
+        return self._offered(tool)
+
+    def offered_to(self, caller: Identity) -> set[str] | None:
+        """The names of the offered tools ``caller``'s scopes allow; ``None`` when the caller is
+        not limited by scopes (stdio, the shared token, a deployment without OAuth)."""
+        if self.policy.scopes is None or caller.scopes is None:
+            return None
+        return {
+            t.name for t in self.visible_tools() if self.policy.missing_scope(t, caller) is None
+        }
+
+    def serves_tool(self, name: str) -> bool:
+        """Whether some plugin registered a tool of this name (offered or not)."""
+        return self.registry.get(name) is not None
+
+    def serves_prompt(self, name: str) -> bool:
+        return self.prompts.get(name) is not None
+
+    def _unoffered(self) -> set[str]:
+        """Tools of loaded plugins not offered because their backend is not configured."""
+        return {name for p in self.plugins for name in p.not_offered}
+
+    def _offers(self, tool: RegisteredTool, unoffered: set[str]) -> bool:
+        return self.policy.visible(tool) and tool.name not in unoffered
+
+    def _offered(self, tool: RegisteredTool) -> OfferedTool:
+        return OfferedTool(
+            name=tool.name,
+            plugin=tool.plugin.name,
+            tier=tool.tier,
+            title=tool.annotations["title"],
+            description=tool.description,
+            input_schema=tool.input_schema,
+            output_schema=tool.output_schema,
+            annotations=tool.annotations,
+            meta=self.policy.published_meta(tool),
+            person_must_approve=self.policy.confirms_each_call(tool),
+        )
+
     def offered_prompts(self) -> list[RegisteredPrompt]:
         """The prompts of loaded plugins whose required tools this deployment offers."""
         return self.prompts.offered(t.name for t in self.visible_tools())
+
+    def offered_prompt(self, name: str) -> RegisteredPrompt | None:
+        return next((p for p in self.offered_prompts() if p.name == name), None)
 
     def instructions(self) -> str:
         return build_instructions(
@@ -152,9 +245,8 @@ class Gateway:
     ) -> str:
         """Render an offered prompt for ``client`` (its ``clientInfo.name``); ``GatewayError``
         (``NOT_FOUND``, ``VALIDATION_ERROR``)."""
-        prompt = self.prompts.get(name) if isinstance(name, str) else None
-        offered = {p.name for p in self.offered_prompts()}
-        if prompt is None or prompt.name not in offered:
+        prompt = self.offered_prompt(name) if isinstance(name, str) else None
+        if prompt is None:
             raise GatewayError(
                 ErrorCode.NOT_FOUND,
                 f"unknown prompt {str(name)[:80]!r}; list the prompts to see what exists",
@@ -167,6 +259,8 @@ class Gateway:
             sanitizer=self.sanitizer,
             client=client,
         )
+
+    # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         if not self._started:
@@ -194,11 +288,48 @@ class Gateway:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    async def call(self, name: str, arguments: dict[str, Any] | None = None) -> CallResult:
-        return await self.pipeline.call(name, arguments)
+    # -- calling -------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> CallResult:
+        """One ``tools/call`` through the pipeline (DESIGN.md, steps 1-7)."""
+        return await self.pipeline.call(name, arguments, progress=progress)
+
+    async def call_with_handler(self, name: str, handler: ToolHandler[Any]) -> CallResult:
+        """Run served tool ``name`` as a call runs it once its arguments are valid (breaker,
+        timeout, shaping, sanitizing), with ``handler`` in place of its own and arguments its
+        model never checked; no policy, no audit. The test kit shows with it that whatever a
+        handler raises reaches the client clean, for tools whose arguments it cannot guess."""
+        tool = self.registry.get(name)
+        if tool is None:
+            raise KeyError(f"no served tool {name!r}")
+        replaced = dataclasses.replace(tool, spec=dataclasses.replace(tool.spec, handler=handler))
+        return await self.pipeline.run(replaced, tool.spec.input_model.model_construct())
+
+    # -- status and health ---------------------------------------------------------------------
+
+    def health_checks(self, plugin: str | None = None) -> list[HealthCheck]:
+        """The registered health checks (of one plugin, or all)."""
+        return [c for p, c in self.health.checks() if plugin is None or p == plugin]
+
+    async def check_health(
+        self, *, plugin: str | None = None, use_cache: bool = True
+    ) -> list[HealthResult]:
+        """Run the health checks (of one plugin, or all) concurrently, each under its timeout;
+        results younger than the cache time are reused unless ``use_cache`` is false."""
+        return await self.health.run(plugin=plugin, use_cache=use_cache)
+
+    def backend_settings(self, backend: RestBackend) -> RestSettings:
+        """The settings a declared REST backend was built with."""
+        return self.backends.settings(backend)
 
     async def status(self, *, check_health: bool = True) -> dict[str, Any]:
-        results = await self.health.run() if check_health else []
+        results = await self.check_health() if check_health else []
         by_plugin: dict[str, list[dict[str, Any]]] = {}
         for r in results:
             for name in (r.plugin, *r.shared_with):

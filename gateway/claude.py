@@ -199,10 +199,10 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
     }
     plugins = plugin_env(gateway)
     env = dict(sorted({**env, **plugins.env}.items()))
-    tools = gateway.visible_tools()
+    tools = gateway.offered_tools()
     allow = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.READ)
     ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
-    confirmed = sorted(t.name for t in tools if gateway.policy.confirms_each_call(t))
+    confirmed = sorted(t.name for t in tools if t.person_must_approve)
     warnings = list(plugins.warnings)
     too_long = sorted(t.name for t in tools if len(full_tool_name(safe, t.name)) > MAX_FULL_NAME)
     if too_long:
@@ -229,7 +229,7 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
         env=env,
         allow=allow,
         ask=ask,
-        confirm_each_call=gateway.policy.confirm_each_call,
+        confirm_each_call=gateway.config.confirm_each_call,
         confirmed=confirmed,
         warnings=warnings,
         prompts=[
@@ -249,12 +249,12 @@ def tool_sizes(gateway: Gateway) -> dict[str, Any]:
     ``{"name", "description", "inputSchema"}`` (Claude Code sends the model nothing else of a
     tool), and a token estimate; largest first, with the total."""
     rows: list[dict[str, Any]] = []
-    for tool in gateway.visible_tools():
+    for tool in gateway.offered_tools():
         size = context_bytes(tool)
         rows.append(
             {
                 "name": tool.name,
-                "plugin": tool.plugin.name,
+                "plugin": tool.plugin,
                 "bytes": size,
                 "tokens": math.ceil(size / BYTES_PER_TOKEN),
                 "description_bytes": len(tool.description.encode()),

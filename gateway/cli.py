@@ -22,11 +22,10 @@ from .config import (
     label,
     load_config,
 )
-from .health import HealthResult
 from .hookspecs import ENTRY_POINT_GROUP
 
 if TYPE_CHECKING:
-    from .app import Gateway
+    from .app import Gateway, HealthResult
     from .errors import Sanitizer
     from .telemetry import Telemetry
 
@@ -273,13 +272,8 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
 
     if args.command == "tools":
         tools = [
-            {
-                "name": t.name,
-                "plugin": t.plugin.name,
-                "tier": t.tier.value,
-                "title": t.annotations["title"],
-            }
-            for t in gateway.visible_tools()
+            {"name": t.name, "plugin": t.plugin, "tier": t.tier.value, "title": t.title}
+            for t in gateway.offered_tools()
         ]
         if args.json:
             emit(_json(tools))
@@ -296,7 +290,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
 
         async def run_health() -> list[HealthResult]:
             async with gateway:
-                return await gateway.health.run(use_cache=False)
+                return await gateway.check_health(use_cache=False)
 
         checks = anyio.run(run_health)
         failed = [r for r in checks if r.blocking]
@@ -352,7 +346,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
 
         async def run_call() -> Any:
             async with gateway:
-                return await gateway.pipeline.call(args.tool, arguments)
+                return await gateway.call(args.tool, arguments)
 
         result = anyio.run(run_call)
         emit(_json(result.payload))
@@ -405,7 +399,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                 return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
             if interactive:  # started by hand: say that it runs and how to stop it
-                count = len(gateway.visible_tools())
+                count = len(gateway.offered_tools())
                 sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
                 sys.stderr.flush()
             run_stdio(gateway, wire, guard)

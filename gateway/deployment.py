@@ -49,7 +49,7 @@ def _plugin_models(
     gateway: Gateway,
 ) -> Iterator[tuple[PluginRecord, list[RestBackend], list[type[BaseModel]]]]:
     """Per loaded plugin: its REST backends and the settings models it reads (its own first)."""
-    tools = gateway.registry.all()
+    tools = gateway.tools()
     for record in gateway.plugins:
         if record.state is not PluginState.LOADED:
             continue
@@ -81,7 +81,7 @@ def plugin_env(gateway: Gateway) -> PluginEnv:
     ``offer_unconfigured_tools`` could only answer BACKEND_UNAVAILABLE)."""
     out = PluginEnv()
     environment = gateway.config.env
-    tools = gateway.registry.all()
+    tools = gateway.tools()
     for record, backends, models in _plugin_models(gateway):
         for model in models:
             for names, secret in env_variables(model):

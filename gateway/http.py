@@ -160,10 +160,10 @@ def _oauth(app: ASGIApp, gateway: Gateway, auth: AuthConfig, host: str, port: in
     metadata = ResourceMetadata(resource, auth.issuer, scopes.supported(), name=name)
 
     def tool_of(tool_name: str) -> tuple[Tier, str] | None:
-        tool = gateway.registry.get(tool_name)
-        if tool is None or not gateway.policy.visible(tool):
+        tool = gateway.offered_tool(tool_name)
+        if tool is None:
             return None  # the pipeline answers, as for any caller
-        return tool.tier, tool.plugin.name
+        return tool.tier, tool.plugin
 
     verifier = OAuthVerifier(auth, resource=resource)
     return OAuthGuard(app, verifier, metadata, scopes, open_paths=OPEN_PATHS, tool_of=tool_of)
@@ -194,7 +194,7 @@ def build_http_app(
 
     async def readyz(request: Request) -> Response:
         status = await gateway.status()  # runs the checks; the results below come from cache
-        failing = [r for r in await gateway.health.run() if r.blocking]
+        failing = [r for r in await gateway.check_health() if r.blocking]
         code = 200 if not failing else 503
         return JSONResponse({"ready": not failing, **status}, status_code=code)
 

@@ -264,6 +264,11 @@ class Pipeline:
         result.correlation_id = cid
         return result
 
+    async def run(self, tool: RegisteredTool, args: BaseModel) -> CallResult:
+        """Steps 3-6 for arguments already valid: what a call does after policy and validation,
+        without the audit (the test kit's way to run a tool with a replaced handler)."""
+        return await self._run(tool, args, uuid.uuid4().hex[:12], None)
+
     async def _run(
         self,
         tool: RegisteredTool,

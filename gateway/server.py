@@ -1,4 +1,4 @@
-"""Thin MCP wiring: the low-level ``Server`` of the official SDK over the gateway pipeline."""
+"""Thin MCP wiring: the low-level ``Server`` of the official SDK over the gateway facade."""
 
 from __future__ import annotations
 
@@ -13,29 +13,25 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 
 from . import __version__
-from .app import Gateway
+from .app import CallResult, Gateway, OfferedTool, RegisteredPrompt
 from .auth.identity import Identity, current_caller
 from .errors import ErrorCode, GatewayError, encodable
 from .lifecycle import SignalGuard, plugin_fault, run
-from .pipeline import CallResult
-from .policy import Policy
-from .prompts import RegisteredPrompt
-from .registry import RegisteredTool
 from .stdio import Wire, json_rpc_streams
 from .telemetry.middleware import instrument_server
 
 log = logging.getLogger("gateway.server")
 
 
-def mcp_tool(tool: RegisteredTool, policy: Policy) -> t.Tool:
+def mcp_tool(tool: OfferedTool) -> t.Tool:
     return t.Tool(
         name=tool.name,
-        title=tool.annotations["title"],
+        title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=t.ToolAnnotations(**tool.annotations),
-        _meta=policy.published_meta(tool),
+        _meta=tool.meta,
     )
 
 
@@ -67,9 +63,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     def listed() -> t.ListToolsResult:
         if "tools" not in cache:
-            cache["tools"] = t.ListToolsResult(
-                tools=[mcp_tool(x, gateway.policy) for x in gateway.visible_tools()]
-            )
+            cache["tools"] = t.ListToolsResult(tools=[mcp_tool(x) for x in gateway.offered_tools()])
         return cache["tools"]  # type: ignore[no-any-return]
 
     scoped: dict[frozenset[str], t.ListToolsResult] = {}
@@ -77,23 +71,22 @@ def build_server(gateway: Gateway) -> Server[Any]:
     def listed_for(caller: Identity) -> t.ListToolsResult:
         """What this caller may use: an unlimited caller (stdio, the static token) gets the
         cached list itself; an OAuth caller the tools its scopes allow, cached per scope set."""
-        policy = gateway.policy
-        if policy.scopes is None or caller.scopes is None:
+        if caller.scopes is None:
             return listed()
         found = scoped.get(caller.scopes)
         if found is None:
+            allowed = gateway.offered_to(caller)
+            if allowed is None:
+                return listed()
             if len(scoped) >= 64:  # scope sets are few; odd ones must not grow this unbounded
                 scoped.clear()
-            allowed = {
-                x.name for x in gateway.visible_tools() if policy.missing_scope(x, caller) is None
-            }
             tools = [x for x in listed().tools if x.name in allowed]
             found = scoped[caller.scopes] = t.ListToolsResult(tools=tools)
         return found
 
     def input_schema(name: str) -> dict[str, Any] | None:
-        tool = gateway.registry.get(name)
-        return tool.input_schema if tool is not None and gateway.policy.visible(tool) else None
+        tool = gateway.offered_tool(name)
+        return tool.input_schema if tool is not None else None
 
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -119,7 +112,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
         async def progress(p: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(p, total, message)
 
-        result = await gateway.pipeline.call(params.name, params.arguments, progress=progress)
+        result = await gateway.call(params.name, params.arguments, progress=progress)
         return to_call_tool_result(result)
 
     async def on_list_prompts(
@@ -145,7 +138,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
             raise MCPError(
                 t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
             ) from None
-        prompt = gateway.prompts.get(params.name)
+        prompt = gateway.offered_prompt(params.name)
         return t.GetPromptResult(
             description=prompt.spec.description if prompt else None,
             messages=[
@@ -170,8 +163,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
     instrument_server(
         server,
         gateway.telemetry,
-        lambda name: gateway.registry.get(name) is not None,
-        lambda name: gateway.prompts.get(name) is not None,
+        gateway.serves_tool,
+        gateway.serves_prompt,
     )
     return server
 

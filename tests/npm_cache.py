@@ -1,7 +1,9 @@
 """npm packages the tests use, installed into a cache folder outside the repository.
 
-Reused between runs and checkouts, refreshed once a week, one installer at a time; when npm
-cannot reach the registry, the copy from an earlier run is still the one under test.
+Reused between runs, checkouts and the workers of a parallel run, refreshed once a week: an
+install holds the folder's lock alone, and every user holds it shared for as long as it runs
+the package, so no refresh rewrites a copy in use. When npm cannot reach the registry, the copy
+from an earlier run is still the one under test.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 REFRESH_SECONDS = 7 * 24 * 3600  # look for a newer release once a week
 
@@ -24,42 +27,53 @@ def cache_dir(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def locked(folder: Path) -> Iterator[None]:
-    """Several checkouts may run the suite at once and share the cache: one installer at a time."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as fh:
-        if sys.platform != "win32":
-            import fcntl
-
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
-def npm_install(folder: Path, spec: str, probe: Path) -> str | None:
-    """Install ``spec`` into ``folder`` unless ``probe`` exists from an install younger than a
-    week. Returns why it cannot be used (node or npm missing), ``None`` when it can; a failed
-    install with no earlier copy fails the test."""
+def npm_package(folder: Path, spec: str, probe: Path) -> Iterator[str | None]:
+    """``spec`` installed into ``folder`` unless ``probe`` exists from an install younger than a
+    week, and left as it is until the block ends. Yields why it cannot be used (node or npm
+    missing), ``None`` when it can; a failed install with no earlier copy fails the test."""
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
-        return "node and npm are needed (not found on PATH)"
+        yield "node and npm are needed (not found on PATH)"
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as fh:
+        _lock(fh, exclusive=False)
+        if not _fresh(folder, probe):
+            _lock(fh, exclusive=True)  # waits until every other user is done with the copy
+            if not _fresh(folder, probe):  # nobody installed it meanwhile
+                _install(npm, folder, spec, probe)
+            _lock(fh, exclusive=False)
+        yield None
+
+
+def _lock(fh: IO[str], *, exclusive: bool) -> None:
+    if sys.platform != "win32":
+        import fcntl
+
+        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+
+
+def _fresh(folder: Path, probe: Path) -> bool:
     stamp = folder / ".installed"
-    with locked(folder):
-        fresh = stamp.exists() and time.time() - stamp.stat().st_mtime < REFRESH_SECONDS
-        if probe.exists() and fresh:
-            return None
-        (folder / "package.json").write_text('{"private": true}\n')
-        proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", spec],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if proc.returncode == 0 and probe.exists():
-            stamp.write_text(spec + "\n")
-            return None
-        if probe.exists():
-            # Offline: the copy from an earlier run is still the one under test.
-            sys.stderr.write(f"npm install {spec} failed; using the cached copy\n")
-            return None
-        raise AssertionError(f"npm install {spec} failed:\n{proc.stderr[-2000:]}")
+    return (
+        probe.exists() and stamp.exists() and time.time() - stamp.stat().st_mtime < REFRESH_SECONDS
+    )
+
+
+def _install(npm: str, folder: Path, spec: str, probe: Path) -> None:
+    (folder / "package.json").write_text('{"private": true}\n')
+    proc = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", spec],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode == 0 and probe.exists():
+        (folder / ".installed").write_text(spec + "\n")
+        return
+    if probe.exists():
+        # Offline: the copy from an earlier run is still the one under test.
+        sys.stderr.write(f"npm install {spec} failed; using the cached copy\n")
+        return
+    raise AssertionError(f"npm install {spec} failed:\n{proc.stderr[-2000:]}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_code.client import Project, Result, install
+from claude_code.client import Project, Result, installed
 from claude_code.model import Call, Say, StandInModel
 from conftest import gateway_env
 
@@ -133,12 +133,12 @@ def test_free_text_must_be_the_last_argument():
 
 
 @pytest.fixture(scope="module")
-def claude() -> Path:
-    binary, detail = install()
-    if binary is None:
-        pytest.skip(f"Claude Code is not available: {detail}")
-    sys.stderr.write(f"\nClaude Code {detail}\n")
-    return binary
+def claude() -> Iterator[Path]:
+    with installed() as (binary, detail):
+        if binary is None:
+            pytest.skip(f"Claude Code is not available: {detail}")
+        sys.stderr.write(f"\nClaude Code {detail}\n")
+        yield binary
 
 
 @pytest.fixture(scope="module")

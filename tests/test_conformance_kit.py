@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
 from fixture_plugins import BLOCKING, POLITE
 
-from gateway.testing import assert_plugin_conforms
+from gateway.testing import assert_plugin_conforms, run_check
 
 
 @pytest.fixture
@@ -19,9 +21,10 @@ def installed(plugin_site):
     )
 
 
-def test_a_handler_that_blocks_the_loop_is_flagged_with_its_line(installed, tmp_path):
+@pytest.mark.anyio
+async def test_a_handler_that_blocks_the_loop_is_flagged_with_its_line(installed, tmp_path):
     with pytest.raises(AssertionError) as info:
-        assert_plugin_conforms("blocking", cwd=tmp_path)
+        await assert_plugin_conforms("blocking", cwd=tmp_path)
     message = str(info.value)
     assert 'tool \'blocking_read\' called with {"job_id": "' in message  # a guessed UUID
     assert "blocked the event loop for 1.5 s (more than 1 s)" in message
@@ -31,19 +34,60 @@ def test_a_handler_that_blocks_the_loop_is_flagged_with_its_line(installed, tmp_
 
 
 def test_awaiting_for_long_is_fine_and_unguessable_arguments_come_from_calls(installed, tmp_path):
-    assert_plugin_conforms("polite", cwd=tmp_path)  # polite_wait awaits 1.2 s: not a block
+    # A sync test runs the checks with run_check.
+    run_check(assert_plugin_conforms("polite", cwd=tmp_path))  # polite_wait awaits 1.2 s
     with pytest.raises(
         AssertionError, match=r"tool 'polite_by_code' called with \{\"code\": \"N-007\"\}"
     ):
-        assert_plugin_conforms(
-            "polite", cwd=tmp_path, calls={"polite_by_code": [{"code": "N-007"}]}
+        run_check(
+            assert_plugin_conforms(
+                "polite", cwd=tmp_path, calls={"polite_by_code": [{"code": "N-007"}]}
+            )
         )
     with pytest.raises(AssertionError, match="blocked the event loop"):
-        assert_plugin_conforms(
-            "polite", cwd=tmp_path, calls={"polite_wait": [{"seconds": 0}]}, max_loop_block=0.0001
+        run_check(
+            assert_plugin_conforms(
+                "polite",
+                cwd=tmp_path,
+                calls={"polite_wait": [{"seconds": 0}]},
+                max_loop_block=0.0001,
+            )
         )
 
 
-def test_calls_must_name_the_plugins_tools(installed, tmp_path):
+@pytest.mark.anyio
+async def test_calls_must_name_the_plugins_tools(installed, tmp_path):
     with pytest.raises(AssertionError, match="does not have"):
-        assert_plugin_conforms("polite", cwd=tmp_path, calls={"nope": [{}]})
+        await assert_plugin_conforms("polite", cwd=tmp_path, calls={"nope": [{}]})
+
+
+NEVER_RUN = """
+import pytest
+from gateway.testing import assert_backend_tools_degrade, assert_plugin_conforms
+
+
+def test_sync_without_run_check(tmp_path):
+    assert_plugin_conforms("polite", cwd=tmp_path)
+
+
+@pytest.mark.anyio
+async def test_async_without_await(tmp_path):
+    assert_backend_tools_degrade("polite", cwd=tmp_path)
+"""
+
+
+def test_a_check_that_is_never_run_fails_its_test_and_says_how_to_run_it(tmp_path):
+    (tmp_path / "test_never_run.py").write_text(NEVER_RUN)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    assert "2 failed" in out
+    assert "assert_plugin_conforms('polite') was never run: `await` it in an async test" in out
+    assert "assert_backend_tools_degrade('polite') was never run" in out
+    assert "run_check(...) on it in a sync test" in out

@@ -61,6 +61,15 @@ def test_run_installs_the_deployment_and_test_adds_the_test_tools():
     assert not any(a.startswith("mcp-plugin-gateway") for a in test)
 
 
+def test_the_suite_runs_on_one_worker_per_core_unless_the_arguments_choose():
+    dev = _dev_script()
+    spread = ["--numprocesses", "auto", "--dist", "loadgroup"]
+    assert dev.parallel([]) == spread
+    assert dev.parallel(["-q", "-p", "no:cacheprovider", "tests/test_http.py", "-x"]) == spread
+    for chosen in (["-n", "0"], ["-n0"], ["--numprocesses=3"], ["-p", "no:xdist"], ["--dist=no"]):
+        assert dev.parallel(["-q", *chosen]) == [], chosen
+
+
 @pytest.mark.skipif(not EXAMPLES_SITE.is_dir(), reason="run through `python3 dev.py test`")
 def test_setup_says_nothing_when_nothing_changed():
     done = subprocess.run(

@@ -138,7 +138,10 @@ def test_descriptions_over_claude_codes_limit_are_refused_at_registration(plugin
     assert "with its MUTATION paragraph" in (with_paragraph.reason or "")
 
 
-def test_the_conformance_kit_checks_the_full_name_against_the_server_name(plugin_site, tmp_path):
+@pytest.mark.anyio
+async def test_the_conformance_kit_checks_the_full_name_against_the_server_name(
+    plugin_site, tmp_path
+):
     from fixture_plugins import LIMITS
 
     from gateway.testing import assert_plugin_conforms
@@ -148,6 +151,6 @@ def test_the_conformance_kit_checks_the_full_name_against_the_server_name(plugin
         {"longest_name": "gwfx_longest_name"},
         {"gwfx_longest_name": LIMITS["longest_name"]},
     )
-    assert_plugin_conforms("longest_name", cwd=tmp_path)  # mcp__gateway__ + 64 = 78
+    await assert_plugin_conforms("longest_name", cwd=tmp_path)  # mcp__gateway__ + 64 = 78
     with pytest.raises(AssertionError, match="Claude Code drops tools whose full name is over 128"):
-        assert_plugin_conforms("longest_name", cwd=tmp_path, server_name="s" * 58)
+        await assert_plugin_conforms("longest_name", cwd=tmp_path, server_name="s" * 58)

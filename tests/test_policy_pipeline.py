@@ -110,14 +110,14 @@ async def test_audit_log_records_failed_mutations_too(tmp_path):
     assert lines[1]["duration_ms"] >= 0
 
 
-def test_the_conformance_kit_reports_a_plugin_that_does_not_load(plugin_site, tmp_path):
+async def test_the_conformance_kit_reports_a_plugin_that_does_not_load(plugin_site, tmp_path):
     from fixture_plugins import BROKEN
 
     from gateway.testing import assert_plugin_conforms
 
     plugin_site("gwfx-broken", {"no_tier": "gwfx_no_tier"}, {"gwfx_no_tier": BROKEN["no_tier"]})
     with pytest.raises(AssertionError, match="did not load: invalid tool declaration"):
-        assert_plugin_conforms("no_tier", cwd=tmp_path)
+        await assert_plugin_conforms("no_tier", cwd=tmp_path)
 
 
 async def test_error_details_are_sanitized_like_messages(tmp_path):

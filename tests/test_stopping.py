@@ -249,7 +249,8 @@ def test_a_stop_signal_closes_plugin_resources_then_exits_0_over_http(background
 
 
 SLOW_IMPORT = """
-import time
+import os, pathlib, time
+pathlib.Path(os.environ["IMPORTING_MARKER"]).touch()
 time.sleep(30)
 """
 
@@ -257,13 +258,18 @@ time.sleep(30)
 @pytest.mark.e2e
 def test_a_real_signal_during_plugin_import_still_stops_start_up(plugin_site, tmp_path):
     plugin_site("gwfx-slow", {"slow": "gwfx_slow"}, {"gwfx_slow": SLOW_IMPORT})
+    importing = tmp_path / "importing"
     env = gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"],
         MCP_GATEWAY_PLUGINS="slow",
         MCP_GATEWAY_LOAD_TIMEOUT="60",
+        IMPORTING_MARKER=str(importing),
     )
     with StdioServer(tmp_path, env, initialize=False) as server:
-        time.sleep(2)  # importing the plugin now
+        deadline = time.monotonic() + 60
+        while not importing.exists():  # however long the interpreter takes to get there
+            assert time.monotonic() < deadline, server.stderr()
+            time.sleep(0.05)
         server.signal(signal.SIGTERM)
         assert server.wait(timeout=10) == 0
         assert "Traceback" not in server.stderr()

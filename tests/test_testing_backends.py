@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
+import socket
 import threading
 import time
 import zlib
@@ -153,6 +155,27 @@ def test_closing_the_server_releases_hanging_requests():
     backend.close()
     thread.join(5)
     assert not thread.is_alive() and len(errors) == 1
+
+
+def test_many_connections_opened_at_once_are_all_accepted_at_once(echo):
+    # A client with a pool (the gateway's REST clients send 8 requests at once) connects all
+    # at the same moment; none may wait for a dropped handshake to be retried.
+    echo.mode = FaultMode.HANG
+    socks = [socket.socket() for _ in range(64)]
+    try:
+        for s in socks:
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", echo.port))
+        deadline = time.monotonic() + 0.5
+        pending = list(socks)
+        while pending and time.monotonic() < deadline:
+            _, writable, _ = select.select([], pending, [], 0.05)
+            pending = [s for s in pending if s not in writable]
+        assert not pending, f"{len(pending)} of 64 connections not accepted within 0.5 s"
+        assert all(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 for s in socks)
+    finally:
+        for s in socks:
+            s.close()
 
 
 @pytest.mark.parametrize(

@@ -13,12 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import gateway_env
 from fixture_plugins import ERRS
-from npm_cache import cache_dir, npm_install
+from npm_cache import cache_dir, npm_package
 
 pytestmark = pytest.mark.e2e
 
@@ -28,13 +29,13 @@ JOB_UUID = "3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e"
 
 
 @pytest.fixture(scope="module")
-def ts_sdk() -> Path:
+def ts_sdk() -> Iterator[Path]:
     folder = cache_dir("ts-sdk-1")
     probe = folder / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
-    why = npm_install(folder, SDK_SPEC, probe)
-    if why is not None:
-        pytest.skip(f"{why}: needed for the TypeScript SDK client test")
-    return folder
+    with npm_package(folder, SDK_SPEC, probe) as why:
+        if why is not None:
+            pytest.skip(f"{why}: needed for the TypeScript SDK client test")
+        yield folder
 
 
 def _drive(

@@ -11,12 +11,13 @@ Fixtures and helpers:
   (error results carry it as text only, no ``structuredContent``).
 - ``assert_plugin_conforms(name, ...)``: the checks every plugin should pass (see its doc).
 
-Async tests use anyio's pytest plugin: mark them ``@pytest.mark.anyio``.
+Async tests use anyio's pytest plugin: mark them ``@pytest.mark.anyio``. The checks
+(``assert_plugin_conforms``, ``assert_backend_tools_degrade``) are awaited there; a sync test
+runs one with ``run_check(...)``. A check that is neither fails its test.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -33,6 +34,8 @@ from ..errors import ErrorCode, GatewayError
 from ..plugins import PluginRecord, PluginState
 from ..registry import MAX_DESCRIPTION_CHARS, MAX_FULL_NAME, RegisteredTool, full_tool_name
 from ..spec import Tier
+from .checks import Check, run_check
+from .checks import pytest_runtest_call as pytest_runtest_call  # the kit's hook: see checks
 from .loopwatch import LoopWatch
 
 SENTINEL_SECRET = "s3cr3t-SENTINEL-token-4f9a"
@@ -136,7 +139,7 @@ async def _conformance(
     record = gateway.plugin(name)
     assert record is not None, f"plugin {name!r} is not installed (no entry point of that name)"
     assert record.state is PluginState.LOADED, f"plugin {name!r} did not load: {record.reason}"
-    tools = [t for t in gateway.registry.all() if t.plugin.name == name]
+    tools = gateway.tools(name)
     assert tools, f"plugin {name!r} registers no tools"
 
     async with gateway:
@@ -173,17 +176,15 @@ async def _conformance(
                 f"full name is over {MAX_FULL_NAME}"
             )
             # Unknown arguments are refused before the handler runs.
-            res = await gateway.pipeline.call(tool.name, {"__conformance_unknown__": 1})
+            res = await gateway.call(tool.name, {"__conformance_unknown__": 1})
             assert res.is_error and res.code == ErrorCode.VALIDATION_ERROR, (
                 f"{where}: unknown field accepted"
             )
 
         # Health checks finish in time, whatever the backends do.
-        for plugin_name, check in gateway.health.checks():
-            if plugin_name != name:
-                continue
+        for check in gateway.health_checks(name):
             with anyio.fail_after(check.timeout + health_slack):
-                results = await gateway.health.run(plugin=name, use_cache=False)
+                results = await gateway.check_health(plugin=name, use_cache=False)
             assert all(
                 r.status in {"ok", "failed", "timeout", "unconfigured", "uninitialized"}
                 for r in results
@@ -255,7 +256,7 @@ async def _exercise(
         for arguments in calls.get(tool.name) or _default_calls(tool):
             where = f"tool {tool.name!r} called with {json.dumps(arguments)[:200]}"
             async with LoopWatch(max_loop_block, prefer=folder) as watch:
-                result = await gateway.pipeline.call(tool.name, arguments)
+                result = await gateway.call(tool.name, arguments)
             assert watch.longest <= max_loop_block, (
                 f"{where}: its handler blocked the event loop for {watch.longest:.1f} s (more "
                 f"than {max_loop_block:g} s) at {watch.where or 'an unknown line'}; every other "
@@ -272,9 +273,7 @@ async def _call_with_failing_handler(gateway: Gateway, tool: RegisteredTool, exc
     async def failing(args: Any, ctx: Any) -> Any:
         raise exc
 
-    patched = dataclasses.replace(tool, spec=dataclasses.replace(tool.spec, handler=failing))
-    args = tool.spec.input_model.model_construct()
-    return await gateway.pipeline._run(patched, args, "conformance", None)
+    return await gateway.call_with_handler(tool.name, failing)
 
 
 def assert_plugin_conforms(
@@ -287,8 +286,9 @@ def assert_plugin_conforms(
     server_name: str = "gateway",
     calls: dict[str, list[dict[str, Any]]] | None = None,
     max_loop_block: float = 1.0,
-) -> None:
-    """Load installed plugin ``name`` and check what every plugin must satisfy:
+) -> Check[None]:
+    """Load installed plugin ``name`` and check what every plugin must satisfy (``await`` it;
+    in a sync test, ``run_check(assert_plugin_conforms(...))``):
 
     it loads; every tool has a tier, valid JSON schemas that round-trip and equal what
     ``tools/list`` publishes, the right ``readOnlyHint`` and, for mutations, the ``MUTATION:``
@@ -296,21 +296,25 @@ def assert_plugin_conforms(
     ``mcp__<server_name>__<tool>`` its 128; unknown arguments give ``VALIDATION_ERROR``;
     every handler exercised (each read tool with arguments guessed from its schema where a guess
     fits, and every call in ``calls={"tool": [arguments, ...]}``, mutations included) neither
-    blocks the
-    event loop for more than ``max_loop_block`` seconds nor fails with ``INTERNAL_ERROR``; every health check finishes within
-    its timeout; and an exception containing a secret and an absolute path comes back sanitized.
+    blocks the event loop for more than ``max_loop_block`` seconds nor fails with
+    ``INTERNAL_ERROR``; every health check finishes within its timeout; and an exception
+    containing a secret and an absolute path comes back sanitized.
     """
     workdir = Path(cwd or Path.cwd()).resolve()
-    with _chdir(workdir):
-        # Every tool published, so every schema is checked, whether its backend is set or not.
-        gateway = make_gateway(
-            plugins=[name],
-            plugin_config=plugin_config,
-            env=env,
-            cwd=workdir,
-            offer_unconfigured_tools=True,
-        )
-        anyio.run(_conformance, gateway, name, health_slack, server_name, calls, max_loop_block)
+
+    async def check() -> None:
+        with _chdir(workdir):
+            # Every tool published, so every schema is checked, whether its backend is set or not.
+            gateway = make_gateway(
+                plugins=[name],
+                plugin_config=plugin_config,
+                env=env,
+                cwd=workdir,
+                offer_unconfigured_tools=True,
+            )
+            await _conformance(gateway, name, health_slack, server_name, calls, max_loop_block)
+
+    return Check(f"assert_plugin_conforms({name!r})", check)
 
 
 from .degrade import assert_backend_tools_degrade, example_arguments  # noqa: E402
@@ -318,11 +322,13 @@ from .degrade import assert_backend_tools_degrade, example_arguments  # noqa: E4
 __all__ = [
     "SENTINEL_PATH",
     "SENTINEL_SECRET",
+    "Check",
     "assert_backend_tools_degrade",
     "assert_plugin_conforms",
     "example_arguments",
     "gateway_client",
     "gateway_factory",
     "make_gateway",
+    "run_check",
     "tool_error",
 ]

@@ -183,6 +183,9 @@ class _Override:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's backlog of 5 drops the connections a client opens at once past it (they
+    # are retried a second later, past short connect timeouts); real servers take hundreds.
+    request_queue_size = 128
 
 
 class FakeBackend:

@@ -1,8 +1,8 @@
 """Claude Code, installed with npm into a cache folder and run headless in a throw-away project.
 
-:func:`install` puts ``@anthropic-ai/claude-code`` (its platform package carries the native
-binary) into a cache folder outside the repository, once a week at most and one installer at
-a time. :class:`Project` is a temporary project directory with its own ``HOME`` and Claude Code
+:func:`installed` puts ``@anthropic-ai/claude-code`` (its platform package carries the native
+binary) into a cache folder outside the repository, once a week at most and never while another
+run uses it. :class:`Project` is a temporary project directory with its own ``HOME`` and Claude Code
 config directory, so the user's real configuration is never read or touched; ``run`` starts
 ``claude -p`` in it against the stand-in model and returns the stream-json events.
 """
@@ -13,11 +13,12 @@ import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npm_cache import cache_dir, npm_install
+from npm_cache import cache_dir, npm_package
 
 #: The latest release, not ``@2``: npm would pick the last 2.x whose ``engines`` allow the
 #: local node, though the package runs a native binary, not node.
@@ -35,18 +36,23 @@ QUIET = {
 }
 
 
-def install() -> tuple[Path | None, str]:
-    """The ``claude`` executable from the cache, installing it first if needed; or ``None`` and
-    the reason it is not available."""
+@contextlib.contextmanager
+def installed() -> Iterator[tuple[Path | None, str]]:
+    """The ``claude`` executable from the cache (installed first if needed) and its version,
+    unchanged until the block ends; or ``None`` and the reason it is not available."""
     folder = cache_dir("claude-code")
     binary = folder / "node_modules" / ".bin" / ("claude.cmd" if os.name == "nt" else "claude")
-    why = npm_install(folder, PACKAGE, binary)
-    if why is not None:
-        return None, why
-    proc = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        return None, f"claude --version failed: {proc.stderr[-500:]}"
-    return binary, proc.stdout.split()[0]
+    with npm_package(folder, PACKAGE, binary) as why:
+        if why is not None:
+            yield None, why
+            return
+        proc = subprocess.run(
+            [str(binary), "--version"], capture_output=True, text=True, timeout=60
+        )
+        if proc.returncode != 0:
+            yield None, f"claude --version failed: {proc.stderr[-500:]}"
+            return
+        yield binary, proc.stdout.split()[0]
 
 
 @dataclass

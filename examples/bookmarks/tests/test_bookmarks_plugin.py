@@ -51,14 +51,16 @@ def api():
         yield server
 
 
-def test_the_plugin_conforms(api, tmp_path):
-    assert_plugin_conforms("bookmarks", env={"BOOKMARKS_API_URL": api.url}, cwd=tmp_path)
+@pytest.mark.anyio
+async def test_the_plugin_conforms(api, tmp_path):
+    await assert_plugin_conforms("bookmarks", env={"BOOKMARKS_API_URL": api.url}, cwd=tmp_path)
 
 
-def test_every_tool_fails_cleanly_whatever_the_api_does(tmp_path):
+@pytest.mark.anyio
+async def test_every_tool_fails_cleanly_whatever_the_api_does(tmp_path):
     # No guess from the schema fits a URL: the arguments for that tool are given.
     add = {"url": "https://example.org", "title": "x"}
-    results = assert_backend_tools_degrade(
+    results = await assert_backend_tools_degrade(
         "bookmarks", examples={"bookmarks_add": add}, cwd=tmp_path
     )
     assert {tool for tool, _, _ in results} == {

@@ -9,8 +9,9 @@ import pytest
 from gateway.testing import assert_plugin_conforms, gateway_client
 
 
-def test_notes_plugin_conforms(tmp_path):
-    assert_plugin_conforms("notes", cwd=tmp_path)
+@pytest.mark.anyio
+async def test_notes_plugin_conforms(tmp_path):
+    await assert_plugin_conforms("notes", cwd=tmp_path)
 
 
 @pytest.mark.anyio

@@ -36,14 +36,16 @@ NOT_CONFIGURED = (
 )
 
 
-def test_conforms_configured_and_unconfigured(tmp_path):
+@pytest.mark.anyio
+async def test_conforms_configured_and_unconfigured(tmp_path):
     with FakeOrchestrator() as api:
-        assert_plugin_conforms("citations", env={"COCKPIT_API_URL": api.url}, cwd=tmp_path)
-    assert_plugin_conforms("citations", env={}, cwd=tmp_path)
+        await assert_plugin_conforms("citations", env={"COCKPIT_API_URL": api.url}, cwd=tmp_path)
+    await assert_plugin_conforms("citations", env={}, cwd=tmp_path)
 
 
-def test_every_tool_degrades_cleanly_with_a_dead_backend(tmp_path):
-    seen = assert_backend_tools_degrade("citations", cwd=tmp_path)
+@pytest.mark.anyio
+async def test_every_tool_degrades_cleanly_with_a_dead_backend(tmp_path):
+    seen = await assert_backend_tools_degrade("citations", cwd=tmp_path)
     assert {tool for tool, _, _ in seen} == TOOLS
     # a dead backend is never mistaken for an unknown job
     assert all(code != "NOT_FOUND" for _, case, code in seen if case != "null")

@@ -21,12 +21,14 @@ NOT_CONFIGURED = (
 )
 
 
-def test_gitea_plugin_conforms_when_configured(tmp_path, site: Site):
-    assert_plugin_conforms("gitea", plugin_config=site.config(), env={}, cwd=tmp_path)
+@pytest.mark.anyio
+async def test_gitea_plugin_conforms_when_configured(tmp_path, site: Site):
+    await assert_plugin_conforms("gitea", plugin_config=site.config(), env={}, cwd=tmp_path)
 
 
-def test_gitea_plugin_conforms_when_unconfigured(tmp_path):
-    assert_plugin_conforms("gitea", env={}, cwd=tmp_path)
+@pytest.mark.anyio
+async def test_gitea_plugin_conforms_when_unconfigured(tmp_path):
+    await assert_plugin_conforms("gitea", env={}, cwd=tmp_path)
 
 
 def test_importing_the_plugin_does_not_import_httpx():
@@ -116,8 +118,9 @@ async def test_mcp_client_sees_five_read_only_open_world_tools_and_structured_re
     assert listed["get_job_diff"].meta == {"anthropic/maxResultSizeChars": 500000}
 
 
-def test_every_gitea_tool_degrades_cleanly_whatever_gitea_does(tmp_path):
-    seen = assert_backend_tools_degrade("gitea", cwd=tmp_path)
+@pytest.mark.anyio
+async def test_every_gitea_tool_degrades_cleanly_whatever_gitea_does(tmp_path):
+    seen = await assert_backend_tools_degrade("gitea", cwd=tmp_path)
     assert {tool for tool, _, _ in seen} == TOOLS
     assert {case for _, case, _ in seen} == {
         "unconfigured",

@@ -62,7 +62,13 @@ def test_file_paths_are_accepted_only_when_relative_clean_and_printable(parts, l
     absolute = (
         lead == "/"
         or raw.startswith("\\")
-        or (len(raw) > 2 and raw[1] == ":" and raw[2] in "\\/" and raw[0].isalpha())
+        or (
+            len(raw) > 2
+            and raw[1] == ":"
+            and raw[2] in "\\/"
+            and raw[0].isascii()
+            and raw[0].isalpha()
+        )
     )
     meaningful = [p for p in parts if p != "."]
     try:

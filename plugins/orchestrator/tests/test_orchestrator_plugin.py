@@ -3,6 +3,7 @@ the bytes the model sees for the job tools on every turn."""
 
 from __future__ import annotations
 
+import pytest
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
 from orch_kit import JOB_TOOLS
@@ -31,16 +32,18 @@ def test_the_15_tools_cost_less_than_the_orchestrators_own(tmp_path):
                 assert "minimum" in prop and "default" in prop, f"{tool.name}.{name}"
 
 
-def test_the_plugin_conforms(tmp_path):
+@pytest.mark.anyio
+async def test_the_plugin_conforms(tmp_path):
     with FakeOrchestrator() as api:
-        assert_plugin_conforms(
+        await assert_plugin_conforms(
             "orchestrator", plugin_config={"orchestrator": {"url": api.url}}, env={}, cwd=tmp_path
         )
-    assert_plugin_conforms("orchestrator", env={}, cwd=tmp_path)  # unconfigured
+    await assert_plugin_conforms("orchestrator", env={}, cwd=tmp_path)  # unconfigured
 
 
-def test_every_tool_degrades_cleanly_whatever_the_backend_does(tmp_path):
-    seen = assert_backend_tools_degrade(
+@pytest.mark.anyio
+async def test_every_tool_degrades_cleanly_whatever_the_backend_does(tmp_path):
+    seen = await assert_backend_tools_degrade(
         "orchestrator",
         cwd=tmp_path,
         request_timeout=0.3,  # the hang case waits this long per tool

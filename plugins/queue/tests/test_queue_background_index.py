@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 
 import anyio
@@ -84,7 +85,9 @@ async def test_start_up_returns_before_the_build_and_reads_work_while_it_runs(
         async with gw:
             builder = builder_of(gw)
             assert builder.state is IndexState.WAITING  # start-up did not wait for anything
-            while builder.state is not IndexState.BUILDING:
+            # BUILDING comes before the build has counted the rows its estimate needs: on a
+            # loaded machine the health check could look in between.
+            while builder.state is not IndexState.BUILDING or builder.progress.rows == 0:
                 await anyio.sleep(0.005)
             details.append((await jobs_db_health(gw))[1])
             while builder.building:
@@ -115,17 +118,41 @@ async def test_stopping_the_gateway_mid_build_interrupts_it_and_leaves_the_file_
     assert busy_store_threads() == 0
 
 
-async def test_an_update_during_the_build_fails_retryable_and_says_why(gateway_factory, tmp_path):
+class HeldBuild(store.IndexProgress):
+    """Progress whose first tick, which SQLite makes while the build holds the write lock,
+    holds the build there until released: an update is then made during the build, however
+    fast the build or slow the machine."""
+
+    def __init__(self) -> None:
+        self.locked = threading.Event()
+        self.release = threading.Event()
+        super().__init__()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        if name == "steps" and value and not self.locked.is_set():
+            self.locked.set()
+            self.release.wait(60)  # on the build's SQLite thread; the event loop runs on
+
+
+async def test_an_update_during_the_build_fails_retryable_and_says_why(
+    gateway_factory, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(store, "IndexProgress", HeldBuild)
     legacy_queue(tmp_path / DB_REL, 400_000)
     gw = gateway_factory(plugins=["queue"], plugin_config={"queue": {"busy_timeout": 0.05}})
     with anyio.fail_after(60):
         async with gw:
             builder = builder_of(gw)
-            while not builder.building:
-                await anyio.sleep(0.005)
-            result = await gw.call(
-                "bulk_update_job_status", {"updates": [{"id": 1, "status": "new"}]}
-            )
+            held = builder.progress
+            try:
+                while not held.locked.is_set():
+                    await anyio.sleep(0.005)
+                result = await gw.call(
+                    "bulk_update_job_status", {"updates": [{"id": 1, "status": "new"}]}
+                )
+            finally:
+                held.release.set()
             await builder.wait()
             after = await gw.call(
                 "bulk_update_job_status", {"updates": [{"id": 1, "status": "new"}]}

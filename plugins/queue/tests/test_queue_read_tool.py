@@ -30,12 +30,14 @@ def db(tmp_path):
     return path
 
 
-def test_queue_plugin_conforms(tmp_path, db):
-    assert_plugin_conforms("queue", cwd=tmp_path)
+@pytest.mark.anyio
+async def test_queue_plugin_conforms(tmp_path, db):
+    await assert_plugin_conforms("queue", cwd=tmp_path)
 
 
-def test_queue_plugin_conforms_without_a_database(tmp_path):
-    assert_plugin_conforms("queue", cwd=str(tmp_path))  # a str works as well as a Path
+@pytest.mark.anyio
+async def test_queue_plugin_conforms_without_a_database(tmp_path):
+    await assert_plugin_conforms("queue", cwd=str(tmp_path))  # a str works as well as a Path
     assert not (tmp_path / DB_REL).exists()
 
 

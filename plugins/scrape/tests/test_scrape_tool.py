@@ -25,8 +25,9 @@ COUNTERS = (
 )
 
 
-def test_scrape_plugin_conforms(tmp_path):
-    assert_plugin_conforms("scrape", cwd=tmp_path)
+@pytest.mark.anyio
+async def test_scrape_plugin_conforms(tmp_path):
+    await assert_plugin_conforms("scrape", cwd=tmp_path)
 
 
 @pytest.mark.anyio
