@@ -10,17 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, Protocol, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, SecretStr
 
-from .config import ENV_PREFIX, GatewaySettings, field_env_names
+from .config import ENV_PREFIX, GatewayConfig, GatewaySettings, field_env_names
 from .plugins import PluginRecord, PluginState
+from .registry import RegisteredTool
 from .rest.backend import RestBackend
+from .rest.hub import BackendHub
 
-if TYPE_CHECKING:
-    from .app import Gateway
+
+class Deployment(Protocol):
+    """What this module reads of a :class:`gateway.app.Gateway`; typed here rather than
+    imported, because the gateway itself asks :func:`read_variables` for its status."""
+
+    @property
+    def config(self) -> GatewayConfig: ...
+
+    @property
+    def plugins(self) -> list[PluginRecord]: ...
+
+    @property
+    def backends(self) -> BackendHub: ...
+
+    def tools(self, plugin: str | None = None) -> list[RegisteredTool]: ...
 
 
 @dataclass
@@ -46,7 +61,7 @@ def _reference(name: str, value: str, secret: bool) -> str:
 
 
 def _plugin_models(
-    gateway: Gateway,
+    gateway: Deployment,
 ) -> Iterator[tuple[PluginRecord, list[RestBackend], list[type[BaseModel]]]]:
     """Per loaded plugin: its REST backends and the settings models it reads (its own first)."""
     tools = gateway.tools()
@@ -65,7 +80,7 @@ def _plugin_models(
         yield record, list(backends.values()), models
 
 
-def read_variables(gateway: Gateway) -> set[str]:
+def read_variables(gateway: Deployment) -> set[str]:
     """Every variable this deployment reads: the core's and its loaded plugins' settings."""
     out = {ENV_PREFIX + key.upper() for key in GatewaySettings.model_fields}
     for _record, _backends, models in _plugin_models(gateway):
@@ -75,7 +90,7 @@ def read_variables(gateway: Gateway) -> set[str]:
     return out
 
 
-def plugin_env(gateway: Gateway) -> PluginEnv:
+def plugin_env(gateway: Deployment) -> PluginEnv:
     """The set variables of every loaded plugin's settings and REST backends, and a warning per
     plugin whose backend is not configured (its tools are not offered, or with
     ``offer_unconfigured_tools`` could only answer BACKEND_UNAVAILABLE)."""
