@@ -25,7 +25,6 @@ Every mistake is a :class:`ConfigError` whose message is one line: where the val
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
@@ -46,8 +45,15 @@ from pydantic import (
 
 from .configfile import TomlLines, closest
 
+# Re-exported: plugins, tests and the docs import these from here.
+from .configkit import ConfigError as ConfigError
+from .configkit import env_field as env_field
+from .configkit import field_env_names as field_env_names
+from .configkit import resolve_env_refs as resolve_env_refs
+from .configkit import value_reason as value_reason
+
 if TYPE_CHECKING:
-    # Imported where it is used: the telemetry settings build on this module.
+    # Imported where they are used: importing the config does not import those packages.
     from .auth.settings import AuthConfig
     from .telemetry.settings import TelemetrySettings
 
@@ -58,15 +64,6 @@ CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 SECTIONS = ("gateway", "plugins", "telemetry", "auth")
-
-
-class ConfigError(Exception):
-    """The deployment's configuration cannot be used; the message says which setting."""
-
-
-def env_field(*names: str, default: Any = ..., description: str | None = None) -> Any:
-    """A settings field that environment variables ``names`` (first set one wins) override."""
-    return Field(default, description=description, json_schema_extra={"env": list(names)})
 
 
 def default_audit_log(env: Mapping[str, str]) -> Path:
@@ -227,42 +224,6 @@ def label(where: str, key: str, table: str = "gateway") -> str:
     return where if where.startswith(ENV_PREFIX) else f"{where}: [{table}] {key}"
 
 
-def value_reason(
-    key: str,
-    error: Mapping[str, Any],
-    model: type[BaseModel] | None = None,
-    *,
-    hidden: frozenset[str] = frozenset({"token"}),
-) -> str:
-    """Why the value of setting ``key`` of ``model`` (default :class:`GatewaySettings`) does
-    not fit, from pydantic's ``error``: one phrase, with the value unless ``key`` is hidden."""
-    value = error.get("input")
-    text = repr(value[:60]) if isinstance(value, str) else str(value)[:60]
-    shown = "" if key in hidden else f", not {text}"
-    kind = error["type"]
-    if kind in ("bool_parsing", "bool_type"):
-        return f"must be true or false{shown}"
-    if kind == "finite_number" or (isinstance(value, float) and not math.isfinite(value)):
-        return f"must be a finite number greater than 0{shown}"
-    if kind in ("greater_than", "greater_than_equal"):
-        return f"must be greater than {error['ctx'].get('gt', error['ctx'].get('ge')):g}{shown}"
-    if kind == "literal_error":
-        choices = _literals((model or GatewaySettings).model_fields[key].annotation)
-        hint = closest(str(value), choices)
-        return f"must be one of {', '.join(choices)}{shown}{hint}"
-    if kind == "value_error":
-        return f"{error['ctx']['error']}{shown}"
-    return f"{error['msg'][:1].lower()}{error['msg'][1:]}{shown}"
-
-
-def _literals(annotation: Any) -> tuple[str, ...]:
-    """The strings a ``Literal`` (or a tuple of one) allows."""
-    args = get_args(annotation)
-    if args and all(isinstance(a, str) for a in args):
-        return args
-    return tuple(c for a in args for c in _literals(a))
-
-
 def _validate(values: dict[str, Any], origins: Mapping[str, str]) -> GatewaySettings:
     try:
         return GatewaySettings.model_validate(values)
@@ -271,7 +232,7 @@ def _validate(values: dict[str, Any], origins: Mapping[str, str]) -> GatewaySett
         key = str(error["loc"][0]) if error["loc"] else "(settings)"
         item = ".".join(str(p) for p in error["loc"][1:])
         setting = label(origins.get(key, key), key) + (f"[{item}]" if item else "")
-        raise ConfigError(f"{setting}: {value_reason(key, error)}") from None
+        raise ConfigError(f"{setting}: {value_reason(key, error, GatewaySettings)}") from None
 
 
 def _resolve_refs(value: Any, env: Mapping[str, str], where: str) -> Any:
@@ -417,7 +378,6 @@ def _load_auth(
         _resolve_refs(value, env, f"{lines.where(('auth', key))}: [auth] {key}")
     if table is None and not any(k.startswith(f"{ENV_PREFIX}AUTH_") and v for k, v in env.items()):
         return None  # nothing to read: stdio start-up does not import the auth settings
-    # Imported here: gateway.auth.settings builds on this module's ConfigError.
     from .auth.settings import load_auth_config
 
     token = label(origins.get("token", "token"), "token") if settings.token else False
@@ -490,40 +450,6 @@ def build_settings(
                 values[name] = env[env_name]
                 break
     return model.model_validate(values)
-
-
-def field_env_names(model: type[BaseModel]) -> dict[str, list[str]]:
-    """Per field of a settings model that environment variables set: those variables, the
-    first set one winning (:func:`env_field` names them; an ``env_suffix`` field reads
-    ``<model.env_prefix>_<suffix>``)."""
-    prefix = getattr(model, "env_prefix", "")
-    out: dict[str, list[str]] = {}
-    for name, info in model.model_fields.items():
-        extra = info.json_schema_extra
-        names = extra.get("env") if isinstance(extra, dict) else None
-        suffix = extra.get("env_suffix") if isinstance(extra, dict) else None
-        if names is None and isinstance(suffix, str) and isinstance(prefix, str) and prefix:
-            names = [f"{prefix}_{suffix}"]
-        if isinstance(names, list) and names:
-            out[name] = [n for n in names if isinstance(n, str)]
-    return out
-
-
-def resolve_env_refs(value: Any, env: Mapping[str, str]) -> Any:
-    """Replace every ``{"$env": "NAME"}`` in a table given in code (tests, embedders) by that
-    variable; an unset one is dropped. A config file's references are resolved, strictly, by
-    :func:`load_config`."""
-    if isinstance(value, dict):
-        if set(value) == {"$env"}:
-            return env.get(str(value["$env"]), _MISSING)
-        out = {k: resolve_env_refs(v, env) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v is not _MISSING}
-    if isinstance(value, list):
-        return [v for v in (resolve_env_refs(v, env) for v in value) if v is not _MISSING]
-    return value
-
-
-_MISSING = object()
 
 
 def settings_error(exc: ValidationError) -> str:

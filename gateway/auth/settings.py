@@ -33,8 +33,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from ..config import ConfigError, resolve_env_refs
 from ..configfile import closest
+from ..configkit import ConfigError, resolve_env_refs
 
 ENV_PREFIX = "MCP_GATEWAY_AUTH_"
 

@@ -24,8 +24,8 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..config import ConfigError, env_field, field_env_names, resolve_env_refs, value_reason
 from ..configfile import closest
+from ..configkit import ConfigError, env_field, field_env_names, resolve_env_refs, value_reason
 
 Exporter = Literal["otlp", "console", "none"]
 Protocol = Literal["http/protobuf", "grpc"]
