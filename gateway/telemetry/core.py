@@ -14,11 +14,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import names as n
 from .scopes import (
-    ACTIVE,
     NO_CALL,
     NO_REQUEST,
     NO_STATEMENT,
@@ -38,11 +39,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.telemetry")
 
+#: The telemetry of the request being served, for code without a reference of its own.
+ACTIVE: ContextVar[Telemetry | None] = ContextVar("mcp_gateway_telemetry", default=None)
+
 
 def current() -> Telemetry:
     """The telemetry of the call running in this task, or :data:`OFF` outside calls. For code
     that has no reference of its own, such as a plugin's database layer."""
     return ACTIVE.get() or OFF
+
+
+@dataclass(frozen=True)
+class Recorders:
+    """The scopes a recording telemetry hands out (:mod:`gateway.telemetry.recording`). Given by
+    :func:`gateway.telemetry.sdk.build_telemetry`, not imported here: they import OpenTelemetry,
+    and they build on this module."""
+
+    tool_call: Callable[[Telemetry, str], CallTrace]
+    backend_request: Callable[[Telemetry, str, str, str | None, str | None, int], RequestTrace]
+    db_statement: Callable[[Telemetry, str, str], StatementTrace]
 
 
 class Telemetry:
@@ -58,6 +73,7 @@ class Telemetry:
         meter: Meter | None = None,
         sanitizer: Sanitizer | None = None,
         *,
+        recorders: Recorders | None = None,
         shutdown: Callable[[], None] | None = None,
         flush: Callable[[], None] | None = None,
     ) -> None:
@@ -67,11 +83,11 @@ class Telemetry:
         if not self.enabled:
             return
         assert sanitizer is not None
+        if recorders is None:
+            raise TypeError("a recording Telemetry needs its recorders (see build_telemetry)")
         from opentelemetry import trace
 
-        from . import recording
-
-        self._recording = recording
+        self._recorders = recorders
         self._current_span: Callable[[], Span] = trace.get_current_span
         self.tracer: Tracer = tracer or trace.NoOpTracer()
         self.clean = Clean(sanitizer)
@@ -110,7 +126,7 @@ class Telemetry:
         to that span; otherwise (``mcp-gateway call``, ``Gateway.call``) it opens its own."""
         if not self.enabled:
             return NO_CALL
-        return self._recording.ToolCall(self, name)
+        return self._recorders.tool_call(self, name)
 
     def record_operation(self, op: Operation, transport: str | None = None) -> None:
         attrs: dict[str, str] = {n.MCP_METHOD: op.method, **op.metric}
@@ -141,13 +157,13 @@ class Telemetry:
         never recorded."""
         if not self.enabled:
             return NO_REQUEST
-        return self._recording.BackendRequest(self, backend, method, route, url, attempt)
+        return self._recorders.backend_request(self, backend, method, route, url, attempt)
 
     def db_statement(self, sql: str, *, system: str = "sqlite") -> StatementTrace:
         """Around one SQL statement: its kind and table name are recorded, never its text."""
         if not self.enabled:
             return NO_STATEMENT
-        return self._recording.Statement(self, sql, system)
+        return self._recorders.db_statement(self, sql, system)
 
     def breaker_changed(self, backend: str, previous: str, state: str) -> None:
         """A circuit breaker moved from ``previous`` to ``state``."""

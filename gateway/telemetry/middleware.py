@@ -25,8 +25,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
 from . import names as n
-from .core import Telemetry
-from .scopes import ACTIVE, CURRENT_OPERATION, Operation
+from .core import ACTIVE, Telemetry
+from .scopes import CURRENT_OPERATION, Operation
 
 if TYPE_CHECKING:
     from mcp.server import Server

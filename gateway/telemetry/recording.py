@@ -18,8 +18,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from . import names as n
+from .core import ACTIVE, Recorders, Telemetry
 from .scopes import (
-    ACTIVE,
     CURRENT_OPERATION,
     CallTrace,
     Operation,
@@ -30,8 +30,6 @@ from .scopes import (
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
-
-    from .core import Telemetry
 
 _SQL_KIND = re.compile(r"\s*(\w+)")
 _SQL_TABLE = re.compile(r"(?is)\b(?:FROM|INTO|UPDATE|TABLE)\s+[\"'`\[]?(\w{1,64})")
@@ -239,3 +237,7 @@ class Statement(StatementTrace):
 
     def rows(self, count: int) -> None:
         self._span.set_attribute(n.DB_ROWS, int(count))
+
+
+#: What :func:`gateway.telemetry.sdk.build_telemetry` gives the telemetry it builds.
+RECORDERS = Recorders(tool_call=ToolCall, backend_request=BackendRequest, db_statement=Statement)

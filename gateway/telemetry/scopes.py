@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from ..errors import Sanitizer
-    from .core import Telemetry
 
 _MAX_NAME = 200
 _MAX_INPUT = 4096  # cut client input before redacting: a JWT keeps its shape in 4 KB
@@ -65,8 +64,6 @@ class Operation:
 
 #: The request the server middleware (or a standalone tool call) is serving now.
 CURRENT_OPERATION: ContextVar[Operation | None] = ContextVar("mcp_gateway_operation", default=None)
-#: The telemetry of that request, for code without a reference of its own (see ``current``).
-ACTIVE: ContextVar[Telemetry | None] = ContextVar("mcp_gateway_telemetry", default=None)
 
 
 class _Scope:

@@ -58,6 +58,8 @@ def build_telemetry(
             f"telemetry is on but the OpenTelemetry SDK is missing: {_INSTALL}"
         ) from None
 
+    from .recording import RECORDERS
+
     resource = Resource.create(
         {"service.name": settings.service_name, "service.version": __version__}
     )
@@ -102,6 +104,7 @@ def build_telemetry(
         tracer_provider.get_tracer("mcp-gateway", __version__) if tracer_provider else None,
         meter_provider.get_meter("mcp-gateway", __version__) if meter_provider else None,
         sanitizer,
+        recorders=RECORDERS,
         flush=flush,
         shutdown=shutdown,
     )
