@@ -140,6 +140,10 @@ class Project:
             ANTHROPIC_API_KEY="sk-ant-stand-in",
             # -p otherwise waits only ~2 s for MCP servers, then starts without their tools.
             MCP_CONNECTION_NONBLOCKING="0",
+            # ... but gives a stdio server 5 s to connect (MCP_CONNECT_TIMEOUT_MS), which a
+            # cold start misses on a loaded machine (the parallel suite): the server then stays
+            # "pending" and its tools never reach the model.
+            MCP_CONNECT_TIMEOUT_MS="60000",
             **QUIET,
         )
         if hasattr(os, "getuid") and os.getuid() == 0:
