@@ -125,6 +125,11 @@ class GatewaySettings(BaseModel):
         description="List the tools of backends that are not configured too (each call then "
         "answers BACKEND_UNAVAILABLE naming the setting); off: they are not offered",
     )
+    schema_cache: bool = Field(
+        True,
+        description="Keep the tools' schemas in the user's cache directory and reuse them while "
+        "the installed plugins and their settings are unchanged (a faster start)",
+    )
     debug: bool = Field(False, description="Full tracebacks in the stderr log")
     log_level: LogLevel = Field("INFO", description="Level of the stderr log")
 
