@@ -42,7 +42,11 @@ def installed_plugins() -> dict[str, tuple[str, str]]:
     found = {}
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
-        found[ep.name] = (dist.name, dist.version) if dist is not None else ("unknown", "unknown")
+        # ``dist.name`` and ``dist.version`` each parse the METADATA file again.
+        meta = dist.metadata if dist is not None else None
+        found[ep.name] = (
+            (meta["Name"], meta["Version"]) if meta is not None else ("unknown", "unknown")
+        )
     return found
 
 
@@ -176,10 +180,11 @@ def _config_error(exc: ConfigError) -> int:
 def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
     loaded plugin (or its REST backend) read."""
-    check_plugin_tables(config, set(installed_plugins()) | config.consulted_tables)
+    installed = set(installed_plugins())  # once: each reads every distribution's metadata
+    check_plugin_tables(config, installed | config.consulted_tables)
     whole = all(p.state.value == "loaded" for p in gateway.plugins)
     tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None
-    check_auth_names(config, {*installed_plugins(), BUILTIN}, tools)
+    check_auth_names(config, {*installed, BUILTIN}, tools)
 
 
 def _build(config: GatewayConfig, *, traced: bool) -> Gateway:

@@ -128,9 +128,10 @@ def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[Plugin
     sources = []
     for ep in md.entry_points(group=group):
         dist = getattr(ep, "dist", None)
-        version = dist.version if dist is not None else "unknown"
-        dist_name = dist.metadata["Name"] if dist is not None else "unknown"
-        summary = (dist.metadata.get("Summary") or "") if dist is not None else ""
+        meta = dist.metadata if dist is not None else None  # parsed on every access: once
+        version = meta["Version"] if meta is not None else "unknown"
+        dist_name = meta["Name"] if meta is not None else "unknown"
+        summary = (meta.get("Summary") or "") if meta is not None else ""
         sources.append(
             PluginSource(
                 ep.name,
