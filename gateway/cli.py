@@ -395,6 +395,9 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 
 
 def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
+    from .startup import pause_collector, resume_collector
+
+    pause_collector()  # until the server is built; the SDK's import is most of a start
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
@@ -413,6 +416,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                 count = len(gateway.visible_tools())
                 sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
                 sys.stderr.flush()
+            resume_collector()
             run_stdio(gateway, wire, guard)
         return 0
     from .http import HttpSettingsError, is_loopback, serve_http
@@ -433,6 +437,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
         except ConfigError as exc:
             return _config_error(exc)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+        resume_collector()
         try:
             serve_http(gateway, host=args.host, port=args.port, guard=guard)
         except HttpSettingsError as exc:
