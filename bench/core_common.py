@@ -178,6 +178,14 @@ DEPLOYED = (
     Target("bare SDK server", "bare", deployment=True),
     Target("gateway, every installed plugin", "gateway", deployment=True),
 )
+#: The bare server started the way ``serve`` starts (the collector paused until it is built):
+#: what the gateway itself adds, like for like (informational).
+BARE_GC_PAUSED = Target(
+    "bare SDK server, collector paused while starting",
+    "bare-gc",
+    extra_env=(("BARE_GC_PAUSED", "1"),),
+    deployment=True,
+)
 
 
 def alternating(i: int, targets: tuple[Target, ...] = TARGETS) -> tuple[Target, ...]:
