@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
@@ -294,6 +293,8 @@ def _resolve_refs(value: Any, env: Mapping[str, str], where: str) -> Any:
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], TomlLines]:
+    import tomllib  # only a deployment with a file pays for the parser (~3 ms of import)
+
     try:
         text = path.read_bytes().decode()
         return tomllib.loads(text), TomlLines(path.name, text)
