@@ -12,14 +12,23 @@ must: no validation library, no plugins, no policy.
 
 from __future__ import annotations
 
-import argparse
-import json
-from typing import Any
+import gc
+import os
 
-import mcp_types as t
-from mcp.server import Server, ServerRequestContext
-from mcp.server.lowlevel.server import NotificationOptions
-from mcp.shared.exceptions import MCPError
+# BARE_GC_PAUSED=1: start as ``mcp-gateway serve`` does (gateway/startup.py), the collector
+# paused until the server is built, so the benchmark can also compare like with like.
+GC_PAUSED = os.environ.get("BARE_GC_PAUSED") == "1"
+if GC_PAUSED:
+    gc.disable()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+from typing import Any  # noqa: E402
+
+import mcp_types as t  # noqa: E402
+from mcp.server import Server, ServerRequestContext  # noqa: E402
+from mcp.server.lowlevel.server import NotificationOptions  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 DESCRIPTION = "Return y = x + 1."
 INPUT_SCHEMA: dict[str, Any] = {
@@ -115,6 +124,10 @@ def main() -> None:
     server = build_server(args.tools)
     if args.transport == "stdio":
         import anyio
+
+        if GC_PAUSED:
+            gc.freeze()
+            gc.enable()
 
         anyio.run(serve_stdio, server)
     else:

@@ -38,6 +38,8 @@ WORK = BENCH / ".work"
 PLUGIN_DIR = WORK / "plugin"
 RUN_DIR = WORK / "run"
 LOG_DIR = WORK / "logs"
+#: The deployment's user cache (``XDG_CACHE_HOME``): where the gateway keeps tool schemas.
+CACHE_DIR = WORK / "cache"
 RESULTS = BENCH / "results" / "core.md"
 BARE_SERVER = BENCH / "core_bare_server.py"
 PY = sys.executable
@@ -130,18 +132,27 @@ class Target:
     label: str
     kind: str  # "bare" or "gateway"
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. a gateway variant's MCP_GATEWAY_AUTH_*
+    #: a deployment: the gateway with every installed plugin (not the generated one)
+    deployment: bool = False
 
     def env(self, tools: int) -> dict[str, str]:
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("MCP_GATEWAY_", "PYTHON")) and k != TOOLS_ENV
+            if not k.startswith(("MCP_GATEWAY_", "PYTHON", "XDG_CACHE_HOME"))
+            and k not in (TOOLS_ENV, *DEPLOYMENT_ENV)
         }
-        # Both servers get the same extra sys.path entry, so neither pays for it alone.
-        env["PYTHONPATH"] = str(PLUGIN_DIR)
-        if self.kind == "gateway":
-            env["MCP_GATEWAY_PLUGINS"] = PLUGIN_NAME
-            env[TOOLS_ENV] = str(tools)
+        env["XDG_CACHE_HOME"] = str(CACHE_DIR)
+        if self.deployment:
+            # Neither server gets the generated plugin's folder: the gateway would load it.
+            if self.kind == "gateway":
+                env.update(DEPLOYMENT_ENV)
+        else:
+            # Both servers get the same extra sys.path entry, so neither pays for it alone.
+            env["PYTHONPATH"] = str(PLUGIN_DIR)
+            if self.kind == "gateway":
+                env["MCP_GATEWAY_PLUGINS"] = PLUGIN_NAME
+                env[TOOLS_ENV] = str(tools)
         env.update(self.extra_env)
         return env
 
@@ -159,12 +170,28 @@ class Target:
 BARE = Target("bare SDK server", "bare")
 GATEWAY = Target("gateway", "gateway")
 TARGETS = (BARE, GATEWAY)
+#: A deployment as Claude Code starts it: ``mcp-gateway serve`` with every installed plugin and
+#: both REST backends configured (never contacted while starting), against the bare server
+#: listing as many trivial tools.
+DEPLOYMENT_ENV = {"COCKPIT_API_URL": "http://127.0.0.1:9", "GITEA_URL": "http://127.0.0.1:9"}
+DEPLOYED = (
+    Target("bare SDK server", "bare", deployment=True),
+    Target("gateway, every installed plugin", "gateway", deployment=True),
+)
+#: The bare server started the way ``serve`` starts (the collector paused until it is built):
+#: what the gateway itself adds, like for like (informational).
+BARE_GC_PAUSED = Target(
+    "bare SDK server, collector paused while starting",
+    "bare-gc",
+    extra_env=(("BARE_GC_PAUSED", "1"),),
+    deployment=True,
+)
 
 
-def alternating(i: int) -> tuple[Target, ...]:
+def alternating(i: int, targets: tuple[Target, ...] = TARGETS) -> tuple[Target, ...]:
     """Round ``i``'s order: bare first in even rounds, the gateway first in odd ones (ABBA), so
     neither pays more of a warming cache or of a neighbour's load."""
-    return TARGETS if i % 2 == 0 else TARGETS[::-1]
+    return targets if i % 2 == 0 else targets[::-1]
 
 
 # --- raw JSON-RPC over stdio ---------------------------------------------------------------
@@ -582,12 +609,15 @@ SECTION_ORDER = (
 TITLE = "# Gateway core benchmarks: gateway vs a bare low-level `mcp` server"
 INTRO = (
     "Written by `bench/core_bench.py` (every section can be rerun on its own; `all` runs them in "
-    "order, ~3 minutes). Both servers serve the same trivial read tools `echo_0..echo_{N-1}` (`{x: int}` → "
-    "`{y: x + 1}`). The gateway loads them from a generated plugin (`bench_trivial`, found as a real "
-    "`mcp_gateway.plugins` entry point on `PYTHONPATH`, nothing installed) plus its built-in "
-    "`gateway_status`; the baseline is `bench/core_bare_server.py`, a low-level `mcp.server.Server` "
-    "with explicit schemas, annotations and `get_tool_input_schema`. Every ratio compares figures "
-    "from the same run. The machine is shared, so expect run-to-run variation of about ±25%.\n"
+    "order, ~3 minutes). The baseline is `bench/core_bare_server.py`, a low-level "
+    "`mcp.server.Server` serving trivial read tools `echo_0..echo_{N-1}` (`{x: int}` → "
+    "`{y: x + 1}`) with explicit schemas, annotations and `get_tool_input_schema`. The cold start "
+    "is measured twice: as a deployment runs (the gateway with every installed plugin, against "
+    "the bare server listing as many tools) and for the core alone. The core-only figures and the "
+    "other sections run the gateway with the same trivial tools from a generated plugin "
+    "(`bench_trivial`, found as a real `mcp_gateway.plugins` entry point on `PYTHONPATH`, nothing "
+    "installed) plus its built-in `gateway_status`. Every ratio compares figures from the same "
+    "run. The machine is shared, so expect run-to-run variation of about ±25%.\n"
 )
 
 

@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 from .audit import AuditLog
 from .auth.identity import Identity, current_caller
-from .auth.scopes import ScopePolicy
 from .config import GatewayConfig, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
@@ -117,11 +116,16 @@ class Gateway:
             breaker_reset_seconds=config.breaker_reset_seconds,
             on_breaker_change=self.telemetry.breaker_changed if self.telemetry.enabled else None,
         )
+        scopes = None
+        if config.auth is not None:  # the OAuth modules are imported only for OAuth
+            from .auth.scopes import ScopePolicy
+
+            scopes = ScopePolicy.from_config(config.auth)
         self.policy = Policy(
             read_only=config.read_only,
             deny_tools=frozenset(config.deny_tools),
             confirm_each_call=config.confirm_each_call,
-            scopes=ScopePolicy.from_config(config.auth) if config.auth is not None else None,
+            scopes=scopes,
         )
         self.backends = BackendHub(
             config.plugin_table, config.env, self.sanitizer, unexpanded=config.unexpanded

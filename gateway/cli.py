@@ -41,7 +41,11 @@ def installed_plugins() -> dict[str, tuple[str, str]]:
     found = {}
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
-        found[ep.name] = (dist.name, dist.version) if dist is not None else ("unknown", "unknown")
+        # ``dist.name`` and ``dist.version`` each parse the METADATA file again.
+        meta = dist.metadata if dist is not None else None
+        found[ep.name] = (
+            (meta["Name"], meta["Version"]) if meta is not None else ("unknown", "unknown")
+        )
     return found
 
 
@@ -175,10 +179,11 @@ def _config_error(exc: ConfigError) -> int:
 def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
     loaded plugin (or its REST backend) read."""
-    check_plugin_tables(config, set(installed_plugins()) | config.consulted_tables)
+    installed = set(installed_plugins())  # once: each reads every distribution's metadata
+    check_plugin_tables(config, installed | config.consulted_tables)
     whole = all(p.state.value == "loaded" for p in gateway.plugins)
     tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None
-    check_auth_names(config, {*installed_plugins(), BUILTIN}, tools)
+    check_auth_names(config, {*installed, BUILTIN}, tools)
 
 
 def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
@@ -384,6 +389,9 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 
 
 def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
+    from .startup import pause_collector, resume_collector
+
+    pause_collector()  # until the server is built; the SDK's import is most of a start
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
@@ -402,6 +410,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                 count = len(gateway.offered_tools())
                 sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
                 sys.stderr.flush()
+            resume_collector()
             run_stdio(gateway, wire, guard)
         return 0
     from .http import HttpSettingsError, is_loopback, serve_http
@@ -422,6 +431,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
         except ConfigError as exc:
             return _config_error(exc)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+        resume_collector()
         try:
             serve_http(gateway, host=args.host, port=args.port, guard=guard)
         except HttpSettingsError as exc:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
@@ -121,6 +120,11 @@ class GatewaySettings(BaseModel):
         False,
         description="List the tools of backends that are not configured too (each call then "
         "answers BACKEND_UNAVAILABLE naming the setting); off: they are not offered",
+    )
+    schema_cache: bool = Field(
+        True,
+        description="Keep the tools' schemas in the user's cache directory and reuse them while "
+        "the installed plugins and their settings are unchanged (a faster start)",
     )
     debug: bool = Field(False, description="Full tracebacks in the stderr log")
     log_level: LogLevel = Field("INFO", description="Level of the stderr log")
@@ -250,6 +254,8 @@ def _resolve_refs(value: Any, env: Mapping[str, str], where: str) -> Any:
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], TomlLines]:
+    import tomllib  # only a deployment with a file pays for the parser (~3 ms of import)
+
     try:
         text = path.read_bytes().decode()
         return tomllib.loads(text), TomlLines(path.name, text)

@@ -8,6 +8,7 @@ why. Nothing here does network I/O.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import importlib.metadata as md
 import inspect
@@ -30,6 +31,7 @@ from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
+from .schemacache import SchemaCache, default_cache_dir, deferred_models
 from .spec import HealthCheck, PluginContext, ToolSpec
 
 HOOK_NAMES = (
@@ -119,18 +121,26 @@ class PluginSource:
     origin: str
     summary: str = ""  # one line for the model: the distribution's Summary
     distribution: str = ""  # the installed distribution's name, for entry points
+    module: str = ""  # the module an entry point names (its schemas can be cached)
 
 
 def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[PluginSource]:
     sources = []
     for ep in md.entry_points(group=group):
         dist = getattr(ep, "dist", None)
-        version = dist.version if dist is not None else "unknown"
-        dist_name = dist.metadata["Name"] if dist is not None else "unknown"
-        summary = (dist.metadata.get("Summary") or "") if dist is not None else ""
+        meta = dist.metadata if dist is not None else None  # parsed on every access: once
+        version = meta["Version"] if meta is not None else "unknown"
+        dist_name = meta["Name"] if meta is not None else "unknown"
+        summary = (meta.get("Summary") or "") if meta is not None else ""
         sources.append(
             PluginSource(
-                ep.name, version, ep.load, f"entry point from {dist_name}", summary, dist_name
+                ep.name,
+                version,
+                ep.load,
+                f"entry point from {dist_name}",
+                summary,
+                dist_name,
+                ep.module,
             )
         )
     return sorted(sources, key=lambda s: (s.name, s.origin))
@@ -196,6 +206,8 @@ class PluginLoader:
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
+        folder = default_cache_dir(config.env) if config.schema_cache else None
+        self.schema_cache = SchemaCache(folder) if folder is not None else None
 
     def _selected(self, name: str) -> str | None:
         cfg = self.config
@@ -408,7 +420,9 @@ class PluginLoader:
         """Import one plugin and run its load-time hooks; ``step`` is told what runs now.
         Runs on the calling thread under :func:`time_limit`, so blocking code is stopped."""
         step("import")
-        module = src.load()
+        cached = self.schema_cache is not None and bool(src.module)
+        with deferred_models() if cached else contextlib.nullcontext():
+            module = src.load()
         step("register")
         rec.module = module
         self.pm.register(module, name=src.name)
@@ -430,7 +444,12 @@ class PluginLoader:
         step("register_tools")
         specs: list[ToolSpec] = []
         call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
-        tools: list[RegisteredTool] = [build_tool(s, ctx) for s in specs]
+        schemas = (
+            self.schema_cache.plugin(src.name, src.module, settings)
+            if self.schema_cache is not None and src.module
+            else None
+        )
+        tools: list[RegisteredTool] = [build_tool(s, ctx, schemas) for s in specs]
         step("register_prompts")
         prompt_specs: list[object] = []
         call_hook(self.pm, "register_prompts", module, register=prompt_specs.append, plugin=ctx)
@@ -460,6 +479,8 @@ class PluginLoader:
         rec.tools = [t.name for t in tools]
         rec.prompts = [p.name for p in prompts]
         rec.checks = [c.name for c in checks]
+        if schemas is not None:
+            schemas.save()
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.

@@ -14,12 +14,15 @@ headless run refuses them (observed with Claude Code 2.1.331; docs/claude-code.m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .auth.identity import Identity
-from .auth.scopes import ScopePolicy
 from .registry import RegisteredTool
 from .spec import Tier
+
+if TYPE_CHECKING:
+    # Only a gateway with OAuth builds one (its settings are not imported otherwise).
+    from .auth.scopes import ScopePolicy
 
 #: Claude Code lets only a person in its terminal UI approve a call of a tool carrying this
 #: ``_meta`` flag: no allow rule, mode or permission-prompt tool can.

@@ -11,13 +11,16 @@ import inspect
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from .arguments import ArgGuard, arg_guard
 from .errors import encodable
 from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
+
+if TYPE_CHECKING:
+    from .schemacache import PluginSchemas
 
 
 class RegistrationError(Exception):
@@ -259,17 +262,28 @@ def validate_spec(spec: object) -> Tier:
     return tier
 
 
-def build_tool(spec: ToolSpec, plugin: PluginContext[Any]) -> RegisteredTool:
-    """Validate a spec and derive its published form."""
+def build_tool(
+    spec: ToolSpec, plugin: PluginContext[Any], schemas: PluginSchemas | None = None
+) -> RegisteredTool:
+    """Validate a spec and derive its published form (its schemas from ``schemas`` when they
+    were built before from the same files and settings)."""
     tier = validate_spec(spec)
-    try:
-        model_schema = compact_schema(spec.input_model.model_json_schema())
-        input_schema = optional_without_null(model_schema)
-        output_schema = (
-            compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
-        )
-    except Exception as exc:  # pydantic raises several kinds for unschematizable models
-        raise RegistrationError(f"tool {spec.name!r}: schema cannot be generated ({exc})") from None
+    cached = schemas.get(spec) if schemas is not None else None
+    if cached is not None:
+        model_schema, output_schema = cached
+    else:
+        try:
+            model_schema = compact_schema(spec.input_model.model_json_schema())
+            output_schema = (
+                compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
+            )
+        except Exception as exc:  # pydantic raises several kinds for unschematizable models
+            raise RegistrationError(
+                f"tool {spec.name!r}: schema cannot be generated ({exc})"
+            ) from None
+        if schemas is not None:
+            schemas.put(spec, model_schema, output_schema)
+    input_schema = optional_without_null(model_schema)
     if input_schema.get("type") != "object":
         raise RegistrationError(f"tool {spec.name!r}: input schema root must be an object")
     description = spec.description.strip()

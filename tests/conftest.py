@@ -51,10 +51,13 @@ def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[...
 
 @pytest.fixture(autouse=True, scope="session")
 def _state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Gateways without an ``audit_log`` write to the user's state directory: the core tests'
-    (and the subprocesses they start, which inherit the environment) use a temporary one."""
+    """Gateways without an ``audit_log`` write to the user's state directory, and keep tool
+    schemas in the user's cache directory: the core tests' (and the subprocesses they start,
+    which inherit the environment) use temporary ones."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        # The schema cache too: the tests never share one with the user's gateways.
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
         yield
 
 

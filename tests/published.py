@@ -26,10 +26,10 @@ PLUGINS = ["citations", "gitea", "orchestrator", "queue", "scrape"]
 ENV = {"COCKPIT_API_URL": "http://127.0.0.1:9", "GITEA_URL": "http://127.0.0.1:9"}
 
 
-async def _published(cwd: Path) -> dict[str, Any]:
+async def _published(cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     from gateway.testing import gateway_client, make_gateway
 
-    gw = make_gateway(plugins=PLUGINS, env=dict(ENV), cwd=cwd)
+    gw = make_gateway(plugins=PLUGINS, env={**ENV, **env}, cwd=cwd)
     async with gw, gateway_client(gw) as client:
         tools = (await client.list_tools()).tools
         prompts = (await client.list_prompts()).prompts
@@ -41,10 +41,10 @@ async def _published(cwd: Path) -> dict[str, Any]:
     }
 
 
-def published() -> dict[str, Any]:
-    """The published surface, gathered in a throw-away data root."""
+def published(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The published surface, gathered in a throw-away data root (``env``: more variables)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return anyio.run(_published, Path(tmp))
+        return anyio.run(_published, Path(tmp), dict(env or {}))
 
 
 def render(surface: dict[str, Any]) -> str:

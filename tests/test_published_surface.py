@@ -25,3 +25,16 @@ def test_what_clients_are_shown_matches_the_snapshot_byte_for_byte():
             f"the published surface differs from {SNAPSHOT.name} (tools changed: {changed}); "
             "if deliberate, regenerate it with `.venv/bin/python tests/published.py --write`"
         )
+
+
+def test_schemas_from_the_schema_cache_are_the_same_bytes(tmp_path):
+    """The first start writes the schema cache, the next reads it: both publish the snapshot."""
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    expected = SNAPSHOT.read_text(encoding="ascii")
+    folder = tmp_path / "mcp-gateway" / "schemas"
+    assert render(published(env)) == expected
+    entries = {e: e.stat().st_mtime_ns for e in sorted(folder.glob("*.json"))}
+    assert [e.name.rsplit("-", 1)[0] for e in entries] == PLUGINS
+    assert render(published(env)) == expected
+    # read, not built and written again
+    assert {e: e.stat().st_mtime_ns for e in sorted(folder.glob("*.json"))} == entries
