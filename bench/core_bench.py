@@ -117,6 +117,29 @@ def deployed_plugins() -> list[str]:
     ]
 
 
+_COMPILE = """
+import compileall, importlib.metadata as md, importlib.util, sys
+tops = {"gateway"} | {ep.module.split(".")[0] for ep in md.entry_points(group="mcp_gateway.plugins")}
+for top in sorted(tops):
+    spec = importlib.util.find_spec(top)
+    for where in (spec.submodule_search_locations or []) if spec else []:
+        compileall.compile_dir(where, quiet=1)
+"""
+
+
+def compile_sources() -> None:
+    """Byte-compile the gateway and every plugin it finds, as pip does when it installs a wheel.
+
+    A checkout imports them from source; where ``PYTHONDONTWRITEBYTECODE`` is set (this
+    machine sets it) no ``.pyc`` is ever written, so every start would compile ~100 modules
+    that a deployment from wheels never compiles, while the bare server's SDK, installed by
+    pip, is compiled already."""
+    for target in (c.DEPLOYED[1], c.GATEWAY):
+        subprocess.run(
+            [c.PY, "-c", _COMPILE], env=target.env(0), cwd=c.RUN_DIR, timeout=300, check=True
+        )
+
+
 def cold_rows(
     targets: tuple[c.Target, ...],
     times: dict[str, list[float]],
@@ -151,6 +174,7 @@ def bench_cold(args: argparse.Namespace) -> bool:
     load = c.Machine()
     plugins = deployed_plugins()
     shutil.rmtree(c.CACHE_DIR, ignore_errors=True)
+    compile_sources()
     _, deployed_tools, _ = cold_once(c.DEPLOYED[1], 0, "cold-probe")
     log(
         f"cold start: {args.runs} runs each, alternated; deployment: {deployed_tools} tools from "
@@ -191,7 +215,10 @@ def bench_cold(args: argparse.Namespace) -> bool:
         + f"- Method: raw JSON-RPC client on the pipes (protocol {c.PROTOCOL}), {args.runs} runs "
         "each, alternated (A B C, then C B A, …), after one discarded run each "
         "(it also fills the gateway's schema cache in `bench/.work/cache`, as a deployment's "
-        "first start does).\n"
+        "first start does). The gateway's and the plugins' sources are byte-compiled first, as "
+        "pip compiles a wheel it installs (the SDK the bare server imports is): an editable "
+        "checkout under `PYTHONDONTWRITEBYTECODE` would otherwise compile every module at every "
+        "start.\n"
         f"- **Deployment**: `python -m gateway.cli serve` as Claude Code starts it: every "
         f"installed plugin ({', '.join(plugins)}; and the built-in `gateway_status`), `COCKPIT_API_URL` and `GITEA_URL` set (never "
         f"contacted while starting), {d_counts['gateway']} tools; the bare server lists as many "
@@ -327,6 +354,7 @@ def gateway_phases(tools: int, runs: int) -> str:
 
 def bench_imports(args: argparse.Namespace) -> bool:
     load = c.Machine()
+    compile_sources()
     log(f"import time: {args.runs} runs each (-X importtime, through the first tools/list)")
     runs: dict[str, list[dict[str, ImportRow]]] = {t.kind: [] for t in c.TARGETS}
     for i in range(args.runs):

@@ -280,7 +280,9 @@ def test_debug_logs_keep_tracebacks_readable_but_every_continuation_is_indented(
 
 
 ordinary = st.one_of(
-    word,
+    # "Bearer <anything>" is an Authorization value, which the sanitizer redacts on purpose
+    # (in any case: the scheme is case-insensitive).
+    word.filter(lambda w: w.lower() != "bearer"),
     st.uuids().map(str),
     st.binary(min_size=20, max_size=20).map(bytes.hex),  # a git SHA
     st.integers(0, 10**12).map(str),
