@@ -46,7 +46,8 @@ class SwitchableBackend:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> SwitchableBackend:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # A short poll: shutdown() waits for the serve loop to notice, 0.5 s by default.
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

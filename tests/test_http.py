@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -31,7 +32,7 @@ def _free_port() -> int:
 
 
 def _start(
-    tmp_path, env: dict[str, str], host: str = "127.0.0.1"
+    tmp_path, env: dict[str, str], host: str = "127.0.0.1", stderr: Any = subprocess.PIPE
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     proc = subprocess.Popen(
@@ -50,7 +51,7 @@ def _start(
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
     )
     url = f"http://{host}:{port}"
     deadline = time.monotonic() + 30
@@ -66,6 +67,8 @@ def _start(
 
 @pytest.fixture
 def http_gateway(tmp_path, request) -> Iterator[str]:
+    """A gateway of this test's own: for tests that change its notes, read its stderr or
+    start it with other settings."""
     extra = getattr(request, "param", {})
     env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes", **extra)
     proc, url = _start(tmp_path, env)
@@ -73,6 +76,20 @@ def http_gateway(tmp_path, request) -> Iterator[str]:
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def shared_gateway(tmp_path_factory) -> Iterator[str]:
+    """One gateway for the tests that only send requests it refuses or answers without
+    changing anything: starting a process per test cost most of this module's time."""
+    env = gateway_env(MCP_GATEWAY_TOKEN=TOKEN, MCP_GATEWAY_PLUGINS="notes")
+    root = tmp_path_factory.mktemp("http-gateway")
+    # A file, not a pipe nobody reads: a module's worth of refusals must not fill it.
+    with (root / "stderr.log").open("wb") as log:
+        proc, url = _start(root, env, stderr=log)
+        yield url
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def _stderr_line(proc: subprocess.Popen[bytes], timeout: float = 10) -> str:
@@ -146,23 +163,27 @@ def test_stateless_calls_work_with_the_right_token(http_gateway):
 
 
 @pytest.mark.parametrize("auth", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"])
-def test_a_missing_or_wrong_token_is_401(http_gateway, auth):
+def test_a_missing_or_wrong_token_is_401(shared_gateway, auth):
     headers = dict(MCP_HEADERS)
     if auth:
         headers["Authorization"] = auth
-    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    r = httpx.post(
+        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
+    )
     assert r.status_code == 401
     assert TOKEN not in r.text
-    assert httpx.get(http_gateway + "/readyz", headers=headers, timeout=10).status_code == 401
+    assert httpx.get(shared_gateway + "/readyz", headers=headers, timeout=10).status_code == 401
 
 
-def test_liveness_needs_no_token(http_gateway):
-    assert httpx.get(http_gateway + "/healthz", timeout=10).json() == {"status": "ok"}
+def test_liveness_needs_no_token(shared_gateway):
+    assert httpx.get(shared_gateway + "/healthz", timeout=10).json() == {"status": "ok"}
 
 
-def test_a_foreign_origin_is_403(http_gateway):
+def test_a_foreign_origin_is_403(shared_gateway):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Origin": "https://evil.example"}
-    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    r = httpx.post(
+        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
+    )
     assert r.status_code == 403
 
 
@@ -194,9 +215,11 @@ def test_configured_host_names_are_accepted_and_others_refused(http_gateway):
     assert other.status_code == 421
 
 
-def test_a_foreign_host_header_is_refused(http_gateway):
+def test_a_foreign_host_header_is_refused(shared_gateway):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}
-    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    r = httpx.post(
+        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
+    )
     assert r.status_code in (403, 421)
 
 
@@ -210,23 +233,23 @@ def test_start_up_says_where_it_listens_and_that_a_token_is_required(http_gatewa
     assert TOKEN not in line
 
 
-def test_get_on_the_stateless_endpoint_is_405_not_an_endless_stream(http_gateway):
+def test_get_on_the_stateless_endpoint_is_405_not_an_endless_stream(shared_gateway):
     headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/event-stream, application/json"}
     for method in ("GET", "DELETE"):
         # Streamed: the status arrives with the headers, even if a body would never end.
-        with httpx.stream(method, http_gateway + "/mcp", headers=headers, timeout=5) as r:
+        with httpx.stream(method, shared_gateway + "/mcp", headers=headers, timeout=5) as r:
             assert r.status_code == 405 and r.headers["allow"] == "POST"
 
 
 @pytest.mark.parametrize("path", ["/readyz", "/healthz", "/mcp"])
-def test_dns_rebinding_checks_cover_every_route(http_gateway, path):
+def test_dns_rebinding_checks_cover_every_route(shared_gateway, path):
     auth = {"Authorization": f"Bearer {TOKEN}"}
     foreign_host = httpx.get(
-        http_gateway + path, headers={**auth, "Host": "evil.example:80"}, timeout=10
+        shared_gateway + path, headers={**auth, "Host": "evil.example:80"}, timeout=10
     )
     assert foreign_host.status_code == 421 and "notes" not in foreign_host.text
     foreign_origin = httpx.get(
-        http_gateway + path, headers={**auth, "Origin": "http://evil.example"}, timeout=10
+        shared_gateway + path, headers={**auth, "Origin": "http://evil.example"}, timeout=10
     )
     assert foreign_origin.status_code == 403 and "notes" not in foreign_origin.text
 
@@ -255,9 +278,11 @@ def test_a_loopback_alias_works_without_extra_settings(tmp_path):
 
 
 @pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer "])
-def test_the_bearer_scheme_name_is_case_insensitive(http_gateway, scheme):
+def test_the_bearer_scheme_name_is_case_insensitive(shared_gateway, scheme):
     headers = {**MCP_HEADERS, "Authorization": f"{scheme} {TOKEN}"}
-    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    r = httpx.post(
+        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
+    )
     assert r.status_code == 200, r.text
 
 
@@ -272,8 +297,10 @@ def test_the_bearer_scheme_name_is_case_insensitive(http_gateway, scheme):
     ],
 )
 def test_a_host_or_origin_that_only_starts_like_an_allowed_one_is_refused(
-    http_gateway, header, value, status
+    shared_gateway, header, value, status
 ):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", header: value}
-    r = httpx.post(http_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
+    r = httpx.post(
+        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
+    )
     assert r.status_code == status, r.text

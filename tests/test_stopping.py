@@ -144,6 +144,10 @@ import _thread, asyncio, os, sys, threading, time
 from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from gateway import ToolSpec, hookimpl
+from gateway import lifecycle
+
+# The stubborn task outlives any wait at the stop; the default 5 s would be half the test.
+lifecycle.SHUTDOWN_WAIT = 0.5
 
 class In(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -145,7 +145,14 @@ def test_a_call_over_http_with_traceparent_is_one_trace_down_to_the_backend(http
     listed = collector.wait_for_span("tools/call list_jobs")
     assert (listed.trace_id, listed.parent_span_id) == (other_trace, "00f067aa0ba902b7")
 
+    # Exports come every 200 ms: the first may predate the invalid call's point.
+    deadline = time.monotonic() + 10
     operations = collector.wait_for_points("mcp.server.operation.duration")
+    while time.monotonic() < deadline and not any(
+        p.attributes.get("error.type") == "VALIDATION_ERROR" for p in operations
+    ):
+        time.sleep(0.05)
+        operations = collector.wait_for_points("mcp.server.operation.duration")
     assert any(p.attributes.get("gen_ai.tool.name") == "get_job" for p in operations)
     assert any(p.attributes.get("error.type") == "VALIDATION_ERROR" for p in operations)
     backend = collector.wait_for_points("http.client.request.duration")

@@ -27,6 +27,7 @@ import fnmatch
 import functools
 import json
 import socket
+import struct
 import threading
 import time
 import traceback
@@ -158,18 +159,37 @@ def _gzip(data: bytes) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
+#: A gzip member header: deflate, no flags, no time, best compression, unknown system.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+
+
+def _deflated(data: bytes, mode: int) -> bytes:
+    """``data`` as raw deflate blocks of a fresh stream: they refer to nothing before them."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return packer.compress(data) + packer.flush(mode)
+
+
 @functools.lru_cache(maxsize=4)
 def _gzip_bomb(size: int) -> bytes:
-    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
-    out = [packer.compress(b'"')]
+    """One compressed MiB of ``a`` repeated: each copy ends on a full flush (byte-aligned) and
+    refers to nothing before it, so copies may follow each other. Compressing the whole size
+    instead cost seconds of CPU per test process for a gigabyte."""
     block = b"a" * (1 << 20)
-    left = size - 2
-    while left > 0:
-        out.append(packer.compress(block[: min(left, len(block))]))
-        left -= len(block)
-    out.append(packer.compress(b'"'))
-    out.append(packer.flush())
-    return b"".join(out)
+    whole, rest = divmod(size - 2, len(block))
+    tail = block[:rest] + b'"'
+    crc = zlib.crc32(b'"')
+    for _ in range(whole):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(tail, crc)
+    return b"".join(
+        [
+            _GZIP_HEADER,
+            _deflated(b'"', zlib.Z_FULL_FLUSH),
+            _deflated(block, zlib.Z_FULL_FLUSH) * whole,
+            _deflated(tail, zlib.Z_FINISH),
+            struct.pack("<II", crc, size & 0xFFFFFFFF),
+        ]
+    )
 
 
 @dataclass

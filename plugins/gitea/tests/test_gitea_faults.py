@@ -188,7 +188,7 @@ async def test_not_gitea_at_all_is_a_backend_error(gateway_factory, site: Site):
             return None
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         gw = gateway_factory(plugins=["gitea"], plugin_config={"gitea": {"url": url}}, env={})

@@ -3,8 +3,11 @@ may write: after start-up, never inside a call, with reads working meanwhile, sh
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import shutil
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
 
@@ -23,10 +26,25 @@ def no_start_delay(monkeypatch):
     monkeypatch.setattr(indexing, "START_DELAY_S", 0.0)
 
 
+#: Where each size of legacy database is built once per test process, then copied: 400,000
+#: rows take seconds to insert, a copy a few milliseconds.
+_TEMPLATES = tempfile.TemporaryDirectory(prefix="legacy-queue-")
+
+
 def legacy_queue(path: Path, count: int) -> Path:
     """A database as the previous pipeline left it: no page index, ``count`` jobs."""
+    template = Path(_TEMPLATES.name) / f"{count}.db"
+    if not template.exists():
+        _fill_legacy(template.with_suffix(".part"), count).rename(template)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, path)
+    return path
+
+
+def _fill_legacy(path: Path, count: int) -> Path:
+    path.unlink(missing_ok=True)  # left by a build that failed earlier in this process
     legacy_db(path)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.executemany(
             "INSERT INTO jobs (url, status, captured_at, title, payload_json, created_at)"
             " VALUES (?, ?, ?, ?, '{}', 'x')",

@@ -184,7 +184,10 @@ class FakeGitea:
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # A short poll: stop() waits for the serve loop to notice, 0.5 s by default.
+        threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
