@@ -23,9 +23,7 @@ import hashlib
 import importlib.util
 import json
 import logging
-import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ import pydantic
 from pydantic import BaseModel
 
 from .spec import ToolSpec
+from .startrecord import distributions, files, user_cache, write_whole
 
 log = logging.getLogger("gateway.schemacache")
 
@@ -47,11 +46,8 @@ _CORE = Path(__file__).resolve().parent
 def default_cache_dir(env: Mapping[str, str]) -> Path | None:
     """``$XDG_CACHE_HOME/mcp-gateway/schemas``, else ``$HOME/.cache/…``; ``None`` when the
     environment names neither (nothing is kept)."""
-    xdg = env.get("XDG_CACHE_HOME", "")
-    if Path(xdg).is_absolute():  # the XDG spec: a relative value is invalid, ignore it
-        return Path(xdg) / "mcp-gateway" / "schemas"
-    home = env.get("HOME", "")
-    return Path(home) / ".cache" / "mcp-gateway" / "schemas" if Path(home).is_absolute() else None
+    folder = user_cache(env)
+    return folder / "schemas" if folder is not None else None
 
 
 @contextlib.contextmanager
@@ -70,20 +66,7 @@ def deferred_models() -> Iterator[None]:
             config["defer_build"] = before
 
 
-def _files(root: Path) -> list[tuple[str, int, int]]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                path = Path(dirpath, name)
-                with contextlib.suppress(OSError):
-                    st = path.stat()
-                    out.append((str(path.relative_to(root)), st.st_size, st.st_mtime_ns))
-    return out
-
-
-def _package_root(module: str) -> Path | None:
+def package_root(module: str) -> Path | None:
     """The folder (or file) of ``module``'s top-level package, found without importing it."""
     try:
         spec = importlib.util.find_spec(module.split(".")[0])
@@ -93,21 +76,7 @@ def _package_root(module: str) -> Path | None:
         return None
     if spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations)))
-    return Path(spec.origin).parent if spec.origin else None
-
-
-def _distributions() -> list[tuple[str, int]]:
-    """Every ``*.dist-info`` on ``sys.path`` with its folder's modification time."""
-    out = []
-    for entry in sys.path:
-        try:
-            with os.scandir(entry or ".") as it:
-                for d in it:
-                    if d.name.endswith(".dist-info"):
-                        out.append((d.name, d.stat().st_mtime_ns))
-        except OSError:
-            continue
-    return sorted(out)
+    return Path(spec.origin) if spec.origin else None  # a module of its own: that file
 
 
 def _model_id(model: type[BaseModel] | None) -> str | None:
@@ -128,27 +97,22 @@ class SchemaCache:
                     FORMAT,
                     sys.version,
                     pydantic.VERSION,
-                    _files(_CORE),
-                    _distributions(),
+                    files(_CORE),
+                    distributions(),
                 ]
             )
         return self._common
 
     def plugin(self, name: str, module: str, settings: BaseModel | None) -> PluginSchemas:
         """The entry of plugin ``name`` whose entry point names ``module``."""
-        root = _package_root(module)
+        root = package_root(module)
         if root is None:
             return PluginSchemas(None, "")
-        key = json.dumps(
-            [
-                self._common_key(),
-                name,
-                module,
-                str(root),
-                _files(root) if root.is_dir() else [],
-                None if settings is None else settings.model_dump_json(),
-            ]
-        )
+        try:
+            dumped = None if settings is None else settings.model_dump_json()
+        except ValueError:  # settings that do not serialize: nothing keyed on them is kept
+            return PluginSchemas(None, "")
+        key = json.dumps([self._common_key(), name, module, str(root), files(root), dumped])
         digest = hashlib.sha256(key.encode()).hexdigest()
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)[:40]
         return PluginSchemas(self.folder / f"{safe}-{digest[:32]}.json", digest)
@@ -209,21 +173,11 @@ class PluginSchemas:
             return
         self._changed = False
         text = json.dumps({"key": self.key, "tools": self._tools}, separators=(",", ":"))
-        tmp = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, self.path)
-            tmp = None
+            write_whole(self.path, text)
             self._prune()
         except OSError as exc:
             log.debug("schema cache not written: %s", type(exc).__name__)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
     def _prune(self) -> None:
         """Keep the :data:`KEEP` newest entries of this plugin."""

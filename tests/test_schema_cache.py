@@ -275,3 +275,18 @@ def test_the_first_call_of_a_deferred_model_is_as_strict(deployment: Deployment)
     assert [is_error for is_error, _ in cached] == [False, True, True, True, True, True]
     assert cached[0][1] == {"y": 2}
     assert cached[5][1]["error"]["code"] == "INTERNAL_ERROR"  # the result broke its model
+
+
+UNDUMPABLE = PLUGIN.replace(
+    'colours: str = env_field("CACHED_COLOURS", default="red,yellow")',
+    'colours: str = env_field("CACHED_COLOURS", default="red,yellow")\n'
+    "    # A default pydantic never checks: the settings cannot be dumped to key an entry.\n"
+    '    token: SecretStr = env_field("CACHED_TOKEN", default="")',
+).replace("from pydantic import BaseModel,", "from pydantic import SecretStr, BaseModel,")
+
+
+def test_settings_that_cannot_be_keyed_cost_only_the_reuse(deployment: Deployment):
+    deployment.install("cached-plugin", {"cached": "cached_plugin"}, {"cached_plugin": UNDUMPABLE})
+    first = deployment.start()
+    assert first["built"] == ["echo", "paint"] and deployment.entries() == []
+    assert deployment.start()["tools"] == first["tools"]
