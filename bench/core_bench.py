@@ -70,6 +70,49 @@ def cold_once(target: c.Target, tools: int, tag: str) -> tuple[float, int, float
     return elapsed, len(resp["result"]["tools"]), p.cpu_seconds or float("nan")
 
 
+def first_call_once(target: c.Target, tools: int, tag: str) -> float:
+    """Spawn → handshake → ``tools/list`` → the first ``tools/call`` answered, in ns: a
+    gateway started from its start record loads the plugins after the listing, so this is
+    when the first call of a session can be answered. The gateway's call is
+    ``gateway_status`` without health checks (no backend contacted); the bare server's an
+    echo tool."""
+    p = c.spawn_stdio(target, tools, tag)
+    try:
+        p.send(c.initialize_msg(0))
+        p.recv(0)
+        p.send(c.INITIALIZED)
+        p.send(TOOLS_LIST)
+        p.recv(1)
+        name, args = (
+            ("gateway_status", {"check_health": False})
+            if target.kind == "gateway"
+            else ("echo_0", {"x": 1})
+        )
+        p.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": args},
+            }
+        )
+        resp, _ = p.recv(2)
+        elapsed = time.perf_counter_ns() - p.started_ns
+    finally:
+        p.close()
+    if resp.get("result", {}).get("isError") or "error" in resp:
+        raise RuntimeError(f"{target.label}: the first call failed: {str(resp)[:300]}")
+    return elapsed
+
+
+def first_call_series(runs: int, tools: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {t.kind: [] for t in c.DEPLOYED}
+    for i in range(runs):
+        for target in c.alternating(i, c.DEPLOYED):
+            out[target.kind].append(first_call_once(target, tools, f"first-call-{i}"))
+    return out
+
+
 def python_floor(runs: int) -> list[float]:
     out = []
     for _ in range(runs):
@@ -188,6 +231,7 @@ def bench_cold(args: argparse.Namespace) -> bool:
         "cold-deployed",
     )
     first = first_starts(max(3, args.runs // 3))
+    calls = first_call_series(max(3, args.runs // 2), deployed_tools)
     times, cpu, counts = cold_series(
         c.TARGETS, {"bare": args.tools, "gateway": args.tools}, args.runs, "cold"
     )
@@ -203,10 +247,16 @@ def bench_cold(args: argparse.Namespace) -> bool:
         f"{c.fmt_ms(max(floor))} | | {' '.join(c.fmt_ms(x) for x in floor)} |"
     )
     first_row = (
-        f"| gateway, every installed plugin, schema cache empty (first start after an install "
-        f"or upgrade) | {c.fmt_ms(min(first))} | {c.fmt_ms(c.median(first))} | "
+        f"| gateway, every installed plugin, schema cache and start record empty (first start "
+        f"after an install or upgrade) | {c.fmt_ms(min(first))} | {c.fmt_ms(c.median(first))} | "
         f"{c.fmt_ms(max(first))} | | {' '.join(c.fmt_ms(x) for x in first)} |"
     )
+    call_rows = "\n".join(
+        f"| {t.label} | {c.fmt_ms(min(calls[t.kind]))} | {c.fmt_ms(c.median(calls[t.kind]))} | "
+        f"{c.fmt_ms(max(calls[t.kind]))} | {' '.join(c.fmt_ms(x) for x in calls[t.kind])} |"
+        for t in c.DEPLOYED
+    )
+    call_r = c.ratio(c.median(calls["gateway"]), c.median(calls["bare"]))
     d_cpu_ratio = c.ratio(c.median(d_cpu["gateway"]), c.median(d_cpu["bare"]))
     cpu_ratio = c.ratio(c.median(cpu["gateway"]), c.median(cpu["bare"]))
     body = (
@@ -214,8 +264,10 @@ def bench_cold(args: argparse.Namespace) -> bool:
         + c.facts_line(rerun("cold", runs=args.runs, tools=args.tools), load)
         + f"- Method: raw JSON-RPC client on the pipes (protocol {c.PROTOCOL}), {args.runs} runs "
         "each, alternated (A B C, then C B A, …), after one discarded run each "
-        "(it also fills the gateway's schema cache in `bench/.work/cache`, as a deployment's "
-        "first start does). The gateway's and the plugins' sources are byte-compiled first, as "
+        "(it also writes the gateway's schema cache and start record in `bench/.work/cache`, "
+        "as a deployment's first start does: later starts answer `initialize` and `tools/list` "
+        "from the record and import the plugins after the listing, see "
+        "`gateway/startrecord.py`). The gateway's and the plugins' sources are byte-compiled first, as "
         "pip compiles a wheel it installs (the SDK the bare server imports is): an editable "
         "checkout under `PYTHONDONTWRITEBYTECODE` would otherwise compile every module at every "
         "start.\n"
@@ -236,6 +288,13 @@ def bench_cold(args: argparse.Namespace) -> bool:
         "against the bare server started the same way: "
         f"{c.fmt_ms(d_med['gateway'])} / {c.fmt_ms(d_med['bare-gc'])} ms = {d_gc:.3f} x "
         "(informational).\n\n"
+        "Spawn → `tools/list` → first `tools/call` answered (the plugins loaded after the "
+        "listing; gateway: `gateway_status` without health checks, bare: an echo tool; "
+        f"{len(calls['gateway'])} runs each, alternated; informational): "
+        f"{call_r:.3f} x\n\n"
+        "| server | min ms | median ms | max ms | runs (ms, in order) |\n|---|---|---|---|---|\n"
+        + call_rows
+        + "\n\n"
         "Core only:\n\n"
         + COLD_HEADER
         + "\n".join([*cold_rows(c.TARGETS, times, cpu, counts), floor_row])

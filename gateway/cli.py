@@ -27,6 +27,7 @@ from .hookspecs import ENTRY_POINT_GROUP
 if TYPE_CHECKING:
     from .app import Gateway, HealthResult
     from .errors import Sanitizer
+    from .startrecord import StartRecord
     from .telemetry import Telemetry
 
 BUILTIN = "gateway"
@@ -186,7 +187,7 @@ def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     check_auth_names(config, {*installed, BUILTIN}, tools)
 
 
-def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
+def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) -> Gateway:
     """The gateway, its tables checked (``ConfigError``). Only a gateway that runs calls
     (``serve``, ``call``) exports telemetry, as the process's providers: a plugin's own
     OpenTelemetry spans then join the gateway's traces."""
@@ -198,16 +199,24 @@ def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
             return OFF
         return build_telemetry(config.telemetry, sanitizer, config.env, install_global=True)
 
-    gateway = build_gateway(config, telemetry=telemetry)
-    _check_tables(gateway, config)
+    gateway = build_gateway(config, telemetry=telemetry, defer_loading=defer_loading)
+    if not defer_loading:  # deferred: the start record's inputs say it passed last time
+        _check_tables(gateway, config)
     return gateway
 
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    record = None
     try:
         config = load_config(args.config)
-        check_plugin_names(config, set(installed_plugins()), builtin=BUILTIN)
+        if args.command == "serve" and args.transport == "stdio":
+            from .startrecord import lookup
+
+            # The same configuration and installed plugins as a start that passed the checks.
+            record = lookup(config)
+        if record is None:
+            check_plugin_names(config, set(installed_plugins()), builtin=BUILTIN)
     except ConfigError as exc:
         return _config_error(exc)
     from .errors import Sanitizer
@@ -219,7 +228,7 @@ def _main(argv: list[str] | None) -> int:
         debug=config.debug,
     )
     if args.command == "serve":
-        return _serve(args, config)
+        return _serve(args, config, record)
 
     from .stdio import stdout_to_stderr
 
@@ -378,17 +387,19 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
     return 2  # pragma: no cover - argparse enforces the choices
 
 
-def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
+def _serve(args: argparse.Namespace, config: GatewayConfig, record: StartRecord | None) -> int:
     from .lifecycle import SignalGuard
 
     # From here on only a real signal stops the process (not a plugin raising
     # KeyboardInterrupt or calling interrupt_main); see gateway.lifecycle.
     with SignalGuard() as guard, contextlib.suppress(KeyboardInterrupt):
-        return _serve_guarded(args, config, guard)
+        return _serve_guarded(args, config, guard, record)
     return 0
 
 
-def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
+def _serve_guarded(
+    args: argparse.Namespace, config: Any, guard: Any, record: StartRecord | None
+) -> int:
     from .startup import pause_collector, resume_collector
 
     pause_collector()  # until the server is built; the SDK's import is most of a start
@@ -402,16 +413,17 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
         # Before any plugin is imported: from here on only the protocol reaches stdout.
         with protected_stdio() as wire:
             try:
-                gateway = _build(config, traced=True)
+                # With a record the plugins load after the first listing (gateway.server).
+                gateway = _build(config, traced=True, defer_loading=record is not None)
             except ConfigError as exc:
                 return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
             if interactive:  # started by hand: say that it runs and how to stop it
-                count = len(gateway.offered_tools())
+                count = len(record.tools) if record else len(gateway.offered_tools())
                 sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
                 sys.stderr.flush()
             resume_collector()
-            run_stdio(gateway, wire, guard)
+            run_stdio(gateway, wire, guard, record)
         return 0
     from .http import HttpSettingsError, is_loopback, serve_http
 

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import CancelledError as ConcurrentCancelled
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -178,7 +178,7 @@ def _encode(message: t.JSONRPCMessage) -> bytes:
 
 @contextlib.asynccontextmanager
 async def json_rpc_streams(
-    wire: Wire,
+    wire: Wire, *, wrote: Callable[[t.JSONRPCMessage], None] | None = None
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -188,7 +188,8 @@ async def json_rpc_streams(
     """The SDK's ``stdio_server``, over the wire :func:`protected_stdio` took, with two
     differences: a line that is not a JSON-RPC message is answered (``-32700`` or ``-32600``,
     as JSON-RPC requires) instead of being dropped in silence, and a message that cannot be
-    encoded is sent with its lone surrogates replaced instead of ending the server."""
+    encoded is sent with its lone surrogates replaced instead of ending the server.
+    ``wrote`` is called with each message once it has been written."""
     read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_stream.clone()
@@ -217,6 +218,8 @@ async def json_rpc_streams(
                 await anyio.to_thread.run_sync(
                     put, _encode(session_message.message), abandon_on_cancel=True
                 )
+                if wrote is not None:
+                    wrote(session_message.message)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)

@@ -68,8 +68,8 @@ class StdioServer:
     def send(self, message: dict[str, Any]) -> None:
         self.send_raw(json.dumps(message).encode())
 
-    def read_message(self, timeout: float = 20) -> dict[str, Any]:
-        """The next line the server writes, parsed; ``AssertionError`` if none comes in time."""
+    def read_line(self, timeout: float = 20) -> bytes:
+        """The next line the server writes, as sent; ``AssertionError`` if none comes in time."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
@@ -83,7 +83,11 @@ class StdioServer:
                 raise AssertionError(f"the server closed stdout; stderr: {self.stderr()}")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        message: dict[str, Any] = json.loads(line)
+        return line
+
+    def read_message(self, timeout: float = 20) -> dict[str, Any]:
+        """The next line the server writes, parsed."""
+        message: dict[str, Any] = json.loads(self.read_line(timeout))
         return message
 
     def request(
