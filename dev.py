@@ -234,6 +234,10 @@ def main(argv: list[str]) -> int:
     if cmd == "test":
         setup_test()
         env = dict(os.environ)
+        # The suite starts a few hundred interpreters (gateways, CLIs, plugin processes): let
+        # them keep compiled modules, as Python does by default, instead of compiling the
+        # gateway and its plugins again in each one (__pycache__ is ignored by git).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(EXAMPLES_SITE), env.get("PYTHONPATH", "")) if p
         )

@@ -7,8 +7,10 @@ cannot drift from what the pipeline enforces.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -262,6 +264,19 @@ def validate_spec(spec: object) -> Tier:
     return tier
 
 
+#: A model class's compact schema, generated once per process: a process that builds many
+#: gateways from the same plugin modules (the test kit, an embedder) pays for it once. A class
+#: is immutable once created; a model built per registration is a new class, never a hit.
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    found = _SCHEMAS.get(model)
+    if found is None:
+        found = _SCHEMAS[model] = compact_schema(model.model_json_schema())
+    return copy.deepcopy(found)  # callers own what they get
+
+
 def build_tool(
     spec: ToolSpec, plugin: PluginContext[Any], schemas: PluginSchemas | None = None
 ) -> RegisteredTool:
@@ -273,10 +288,8 @@ def build_tool(
         model_schema, output_schema = cached
     else:
         try:
-            model_schema = compact_schema(spec.input_model.model_json_schema())
-            output_schema = (
-                compact_schema(spec.output_model.model_json_schema()) if spec.output_model else None
-            )
+            model_schema = _schema_of(spec.input_model)
+            output_schema = _schema_of(spec.output_model) if spec.output_model else None
         except Exception as exc:  # pydantic raises several kinds for unschematizable models
             raise RegistrationError(
                 f"tool {spec.name!r}: schema cannot be generated ({exc})"

@@ -290,3 +290,23 @@ def test_settings_that_cannot_be_keyed_cost_only_the_reuse(deployment: Deploymen
     first = deployment.start()
     assert first["built"] == ["echo", "paint"] and deployment.entries() == []
     assert deployment.start()["tools"] == first["tools"]
+
+
+def test_gateways_built_in_one_process_never_share_a_schema_object(tmp_path: Path):
+    """Schemas are generated once per model class and process (gateway/registry.py); each
+    gateway still owns what it publishes."""
+    from gateway.app import build_gateway
+    from gateway.config import load_config
+
+    def notes_schemas() -> list[dict[str, Any]]:
+        gw = build_gateway(load_config(None, env={"MCP_GATEWAY_PLUGINS": "notes"}, cwd=tmp_path))
+        tool = next(t for t in gw.offered_tools() if t.output_schema is not None)
+        assert tool.output_schema is not None
+        return [tool.input_schema, tool.output_schema]
+
+    first = notes_schemas()
+    pristine = json.dumps(first, sort_keys=True)
+    for schema in first:
+        schema["properties"].clear()
+        schema["mutated"] = True
+    assert json.dumps(notes_schemas(), sort_keys=True) == pristine
