@@ -93,6 +93,9 @@ class Deployment:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = gateway_env(MCP_GATEWAY_PLUGINS="cached", XDG_CACHE_HOME=str(self.cache))
+        # Python's own .pyc check sees whole seconds and the size: a module edited within the
+        # second it was compiled, at the same size, would be imported as it was.
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.update(extra)
         return env
 

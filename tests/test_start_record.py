@@ -115,6 +115,8 @@ class Deployment:
             XDG_CACHE_HOME=str(self.tmp / "cache"),
             RECORDED_GATE=str(self.gate),
             RECORDED_WAITING=str(self.waiting),
+            # Python's own .pyc check sees whole seconds and the size (see test_schema_cache).
+            PYTHONDONTWRITEBYTECODE="1",
             **extra,
         )
 
