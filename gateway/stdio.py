@@ -19,16 +19,14 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import CancelledError as ConcurrentCancelled
 from dataclasses import dataclass
-from typing import Any, BinaryIO
-
-import anyio
-import anyio.to_thread
-import mcp_types as t
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
-from pydantic_core import PydanticSerializationError
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .errors import encodable_data
+
+if TYPE_CHECKING:  # the SDK only where the protocol is served: the CLI's commands divert fds too
+    import mcp_types as t
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
 
 log = logging.getLogger("gateway.stdio")
 
@@ -144,6 +142,8 @@ class StdinLines:
 def _rejection(line: str) -> t.JSONRPCError:
     """The JSON-RPC error for a line that is not a message: ``-32700`` when it is not JSON,
     ``-32600`` (with its id, if one can be read) when it is JSON but not a request."""
+    import mcp_types as t
+
     try:
         data = json.loads(line)
     except (ValueError, RecursionError):
@@ -166,6 +166,8 @@ def _encode(message: t.JSONRPCMessage) -> bytes:
     """One line of the wire. A message pydantic cannot encode (a lone surrogate in a string the
     pipeline did not shape, e.g. a protocol error's text) is sent with it replaced, instead of
     ending the server."""
+    from pydantic_core import PydanticSerializationError
+
     try:
         text = message.model_dump_json(by_alias=True, exclude_unset=True)
     except PydanticSerializationError:
@@ -190,6 +192,11 @@ async def json_rpc_streams(
     as JSON-RPC requires) instead of being dropped in silence, and a message that cannot be
     encoded is sent with its lone surrogates replaced instead of ending the server.
     ``wrote`` is called with each message once it has been written."""
+    import anyio
+    import anyio.to_thread
+    import mcp_types as t
+    from mcp.shared.message import SessionMessage
+
     read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_stream.clone()

@@ -266,3 +266,36 @@ def test_cli_health_reports_an_unconfigured_backend_without_failing(plugin_site,
     report = json.loads(r.stdout)
     assert r.returncode == 0 and report["checks"][0]["status"] == "unconfigured"
     assert "set SVC_URL" in report["checks"][0]["detail"]
+
+
+COMMANDS_WITHOUT_THE_SDK = """
+import contextlib, io, json, sys
+import gateway.cli
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = gateway.cli.main(argv)
+    assert code == 0, (argv, code)
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules if m.startswith("mcp")})))
+"""
+
+
+def test_commands_other_than_serve_never_import_the_mcp_sdk(tmp_path):
+    """The SDK's import is most of a server's start (~0.6 s of CPU): a command that serves
+    nothing (listing plugins or tools, printing a config, a health check, one call) skips it."""
+    commands = [
+        ["plugins"],
+        ["tools", "--json"],
+        ["claude-config"],
+        ["health"],
+        ["call", "gateway_status", "--args", '{"check_health": false}'],
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", COMMANDS_WITHOUT_THE_SDK, json.dumps(commands)],
+        cwd=tmp_path,
+        env=gateway_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == []
