@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -418,6 +419,11 @@ def _serve_guarded(
             except ConfigError as exc:
                 return _config_error(exc)
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+            if record is not None:
+                logging.getLogger("gateway.cli").debug(
+                    "answering the first listing from the last start's record; the plugins "
+                    "load after it"
+                )
             if interactive:  # started by hand: say that it runs and how to stop it
                 count = len(record.tools) if record else len(gateway.offered_tools())
                 sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
