@@ -241,10 +241,15 @@ def main(argv: list[str]) -> int:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(EXAMPLES_SITE), env.get("PYTHONPATH", "")) if p
         )
-        # Gateways without an audit_log write to the user's state directory; the tests' own
-        # (subprocesses too) write to a throw-away one.
-        with tempfile.TemporaryDirectory(prefix="mcp-gateway-test-state-") as state:
+        # Gateways without an audit_log write to the user's state directory, and keep schemas
+        # and start records in the user's cache: the tests' own (subprocesses too) use
+        # throw-away ones.
+        with (
+            tempfile.TemporaryDirectory(prefix="mcp-gateway-test-state-") as state,
+            tempfile.TemporaryDirectory(prefix="mcp-gateway-test-cache-") as cache,
+        ):
             env["XDG_STATE_HOME"] = state
+            env["XDG_CACHE_HOME"] = cache
             return _call([str(PY), "-m", "pytest", *parallel(rest), *rest], cwd=ROOT, env=env)
     if cmd == "lint":
         setup_lint()

@@ -39,6 +39,9 @@ log = logging.getLogger("gateway.startrecord")
 
 #: Bumped when what a record holds, or how it is keyed, changes.
 FORMAT = 1
+#: Records kept (one per interpreter, configuration file and working directory: a user who
+#: starts the gateway in many projects keeps those of the most recent ones).
+KEEP = 32
 _CORE = Path(__file__).resolve().parent
 
 
@@ -206,8 +209,21 @@ def save(config: Any, record: StartRecord) -> None:
     }
     try:
         write_whole(_where(folder, config), json.dumps(data, ensure_ascii=False))
+        _prune(folder)
     except (OSError, ValueError) as exc:
         log.debug("start record not written: %s", type(exc).__name__)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the :data:`KEEP` most recently written records."""
+    records = []
+    for path in folder.glob("start-*.json"):
+        with contextlib.suppress(OSError):
+            records.append((path.stat().st_mtime_ns, path))
+    records.sort(reverse=True)
+    for _, old in records[KEEP:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def write_whole(path: Path, text: str) -> None:

@@ -318,3 +318,21 @@ def test_a_call_before_any_listing_loads_the_plugins_at_once(deployment: Deploym
         assert server.call("greet", {"name": "Bo"})["structuredContent"] == {"text": "hello, Bo"}
         names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
         assert names == ["gateway_status", "greet"]
+
+
+def test_records_of_many_working_directories_are_pruned_to_the_newest(tmp_path: Path):
+    from gateway import startrecord
+    from gateway.config import load_config
+
+    folder = tmp_path / "cache" / "mcp-gateway" / "starts"
+    folder.mkdir(parents=True)
+    for i in range(startrecord.KEEP + 5):
+        old = folder / f"start-{i:032d}.json"
+        old.write_text("{}")
+        os.utime(old, ns=(i * 10**9, i * 10**9))
+    config = load_config(None, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, cwd=tmp_path)
+    startrecord.save(config, startrecord.StartRecord([], [], "", [], []))
+    kept = sorted(p.name for p in folder.glob("start-*.json"))
+    assert len(kept) == startrecord.KEEP
+    assert startrecord.lookup(config) is not None  # the one just written is kept
+    assert f"start-{0:032d}.json" not in kept and f"start-{36:032d}.json" in kept
