@@ -8,6 +8,7 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,7 +59,7 @@ def init_db(path: Path) -> Path:
 def legacy_db(path: Path) -> Path:
     """A database exactly as the previous pipeline created it (no page index)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executescript(LEGACY_DDL)
     conn.close()
     return path

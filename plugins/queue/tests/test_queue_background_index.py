@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -62,7 +63,7 @@ def _fill_legacy(path: Path, count: int) -> Path:
 
 
 def indexes(path: Path) -> set[str]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn, conn:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
 
 

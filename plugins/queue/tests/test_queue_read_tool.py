@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 
 import pytest
 from gateway_queue import store
@@ -342,7 +343,7 @@ async def test_reading_never_changes_the_file_and_closes_it_on_every_path(gatewa
 @pytest.mark.anyio
 async def test_failing_reads_leave_the_broken_file_untouched_and_closed(gateway_factory, tmp_path):
     path = tmp_path / "nojobs.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE other (x)")
     conn.close()
     before = snapshot(path)
@@ -436,7 +437,7 @@ async def test_a_legacy_row_with_a_null_id_is_db_error_naming_the_problem(
     from gwq_testutil import LEGACY_DDL
 
     path = tmp_path / "noid.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executescript(LEGACY_DDL.replace("id INTEGER PRIMARY KEY AUTOINCREMENT", "id INTEGER"))
         conn.execute("INSERT INTO jobs (url, payload_json, created_at) VALUES ('u', '{}', 'x')")
     conn.close()

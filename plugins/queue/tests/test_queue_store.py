@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -50,7 +51,7 @@ def job(url: str, **kw: object) -> NewJob:
 
 
 def table_columns(path: Path) -> list[tuple[object, ...]]:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return conn.execute("PRAGMA table_info(jobs)").fetchall()
 
 
@@ -59,10 +60,10 @@ async def test_writer_creates_folders_and_the_exact_legacy_schema(tmp_path):
     async with connect_writer(db):
         pass
     legacy = tmp_path / "legacy.db"
-    with sqlite3.connect(legacy) as conn:
+    with closing(sqlite3.connect(legacy)) as conn, conn:
         conn.executescript(LEGACY_DDL)
     assert table_columns(db) == table_columns(legacy)
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         indexes = {r[1] for r in conn.execute("PRAGMA index_list(jobs)")}
         journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert {"idx_jobs_status", store.PAGE_INDEX_NAME} <= indexes
@@ -71,7 +72,7 @@ async def test_writer_creates_folders_and_the_exact_legacy_schema(tmp_path):
 
 async def test_writer_opens_a_legacy_database_without_touching_its_rows(tmp_path):
     db = tmp_path / "jobs.db"
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.executescript(LEGACY_DDL)
         conn.execute(
             "INSERT INTO jobs (url, status, payload_json, created_at, last_error, attempt_count)"
@@ -82,7 +83,7 @@ async def test_writer_opens_a_legacy_database_without_touching_its_rows(tmp_path
         async with connect_writer(db) as conn:
             counts = await insert_jobs(conn, [job("u1"), job("u2")])
     assert counts == InsertCounts(inserted=0, duplicates=2)
-    with sqlite3.connect(db) as check:
+    with closing(sqlite3.connect(db)) as check, check:
         assert check.execute("SELECT * FROM jobs WHERE url = 'u1'").fetchall() == before
         assert check.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2
 
@@ -192,7 +193,7 @@ async def test_reader_is_read_only_and_reports_missing_files(tmp_path):
 async def test_reader_rejects_files_that_are_not_jobs_databases(tmp_path, content, reason):
     db = tmp_path / "jobs.db"
     if content is None:
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("CREATE TABLE other (x)")
     else:
         db.write_bytes(content)
@@ -205,7 +206,7 @@ async def test_reader_rejects_files_that_are_not_jobs_databases(tmp_path, conten
 
 async def test_writer_rejects_a_jobs_table_with_other_columns(tmp_path):
     db = tmp_path / "jobs.db"
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, url TEXT)")
     with pytest.raises(StoreError) as err:
         await connect_writer(db)
@@ -228,7 +229,7 @@ async def test_a_new_job_without_an_integer_id_is_a_store_error_naming_the_probl
 ):
     db = tmp_path / "jobs.db"
     ddl = LEGACY_DDL.replace("id INTEGER PRIMARY KEY AUTOINCREMENT", f"id {id_type}")
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.executescript(ddl)
         conn.execute(
             "INSERT INTO jobs (id, url, payload_json, created_at) VALUES (?, 'u', '{}', 'x')",
@@ -263,7 +264,7 @@ async def test_every_page_query_the_null_part_included_is_an_index_range_without
         add_rows(db, [{"status": "new", "captured_at": None} for _ in range(300)])
         add_rows(db, [{"status": "new", "captured_at": f"2025-01-{d:02d}"} for d in range(1, 29)])
         add_rows(db, [{"status": "reject"} for _ in range(50)])
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("ANALYZE")
     for name, plan in _plans(db).items():
         assert len(plan) == 1, (name, plan)
@@ -306,7 +307,7 @@ async def test_update_statuses_is_all_or_nothing_and_sets_updated_at(tmp_path):
         stamp = await store.update_statuses(
             conn, [store.StatusUpdate(a, "reject"), store.StatusUpdate(b, "shortlist")]
         )
-    with sqlite3.connect(db) as check:
+    with closing(sqlite3.connect(db)) as check, check:
         got = check.execute("SELECT id, status, updated_at FROM jobs ORDER BY id").fetchall()
     assert got == [(a, "reject", stamp), (b, "shortlist", stamp)]
     assert stamp.endswith("Z")
@@ -358,7 +359,7 @@ async def test_a_lock_wait_is_cancelled_promptly_and_leaves_nothing_open(tmp_pat
 
 def slow_updates(db: Path) -> None:
     """Make every UPDATE of a job take ~0.1-0.5 s (a trigger over a cross join)."""
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("CREATE TABLE slow (x)")
         conn.executemany("INSERT INTO slow VALUES (?)", [(i,) for i in range(220)])
         conn.execute(
@@ -380,13 +381,13 @@ async def test_a_cancelled_update_batch_applies_nothing(tmp_path):
     assert not (tmp_path / "jobs.db-journal").exists()
     assert busy_store_threads() == 0
     # The interrupted transaction left no lock behind: the next writer goes straight in.
-    with sqlite3.connect(db, timeout=0) as conn:
+    with closing(sqlite3.connect(db, timeout=0)) as conn, conn:
         conn.execute("UPDATE jobs SET status = 'new' WHERE id = ?", (ids[0],))
 
 
 async def test_a_cancelled_insert_applies_nothing(tmp_path):
     db = init_db(tmp_path / "jobs.db")
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("CREATE TABLE slow (x)")
         conn.executemany("INSERT INTO slow VALUES (?)", [(i,) for i in range(220)])
         conn.execute(
@@ -405,7 +406,7 @@ async def test_a_cancelled_insert_applies_nothing(tmp_path):
 
 
 def legacy_rows(db: Path, count: int) -> None:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.executemany(
             "INSERT INTO jobs (url, status, captured_at, description, payload_json, created_at)"
             " VALUES (?, ?, ?, ?, '{}', 'x')",

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import sqlite3
+from contextlib import closing
 
 import anyio
 import pytest
@@ -30,7 +31,7 @@ def db(tmp_path):
 
 
 def statuses(path):
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return dict(conn.execute("SELECT id, status FROM jobs"))
 
 
@@ -60,7 +61,7 @@ async def test_updates_set_status_and_updated_at_and_touch_nothing_else(gateway_
             {"id": 2, "success": True, "error": None},
         ],
     }
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         cols = [r[1] for r in conn.execute("PRAGMA table_info(jobs)")]
     after = {row[0]: row for row in all_rows(db)}
     changed = {1: "reject", 2: "reviewed", 3: "shortlist"}
@@ -331,7 +332,7 @@ async def test_an_update_never_writes_into_a_file_the_reader_refuses(gateway_fac
     # id is a plain column, not the INTEGER PRIMARY KEY: a job can have no id, and reading the
     # queue fails with DB_ERROR. Writing to it would keep filling a file no reader can page.
     path = tmp_path / "noid.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executescript(LEGACY_DDL.replace("id INTEGER PRIMARY KEY AUTOINCREMENT", "id INTEGER"))
         conn.execute("INSERT INTO jobs (url, payload_json, created_at) VALUES ('u', '{}', 'x')")
         conn.execute(

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 def wal_db(path: Path, rows: int = 30) -> Path:
     init_db(path)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
     add_rows(
         path, [{"status": "new", "captured_at": f"2025-01-{i % 9 + 1:02d}"} for i in range(rows)]

@@ -87,12 +87,14 @@ async def test_a_call_cancelled_during_an_insert_rolls_that_term_back_whole(
     scrape_gateway, tmp_path
 ):
     import sqlite3
+    from contextlib import closing
 
     from gateway_queue import store
 
     db = tmp_path / DB
     await store.init_store(db)
-    with sqlite3.connect(db) as conn:  # every inserted row now takes a noticeable time
+    # Every inserted row now takes a noticeable time.
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("CREATE TABLE slow (x)")
         conn.executemany("INSERT INTO slow VALUES (?)", [(i,) for i in range(220)])
         conn.execute(
