@@ -37,8 +37,9 @@ from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
-from .schemacache import SchemaCache, default_cache_dir, deferred_models, package_root
+from .schemacache import SchemaCache, deferred_models, package_root
 from .spec import HealthCheck, PluginContext, ToolSpec
+from .startrecord import cache_folder
 
 HOOK_NAMES = (
     "plugin_settings",
@@ -216,7 +217,7 @@ class PluginLoader:
         #: package folders of the plugins loaded from entry points (what a start record keys on)
         self.consulted_env: set[str] = set()
         self.package_roots: set[str] = set()
-        folder = default_cache_dir(config.env) if config.schema_cache else None
+        folder = cache_folder(config, "schemas")
         self.schema_cache = SchemaCache(folder) if folder is not None else None
 
     def _selected(self, name: str) -> str | None:

@@ -24,7 +24,7 @@ import importlib.util
 import json
 import logging
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import pydantic
 from pydantic import BaseModel
 
 from .spec import ToolSpec
-from .startrecord import distributions, files, user_cache, write_whole
+from .startrecord import CORE, distributions, files, write_whole
 
 log = logging.getLogger("gateway.schemacache")
 
@@ -40,14 +40,6 @@ log = logging.getLogger("gateway.schemacache")
 FORMAT = 1
 #: Entries kept per plugin (several deployments of one user may differ in settings).
 KEEP = 8
-_CORE = Path(__file__).resolve().parent
-
-
-def default_cache_dir(env: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME/mcp-gateway/schemas``, else ``$HOME/.cache/…``; ``None`` when the
-    environment names neither (nothing is kept)."""
-    folder = user_cache(env)
-    return folder / "schemas" if folder is not None else None
 
 
 @contextlib.contextmanager
@@ -97,7 +89,7 @@ class SchemaCache:
                     FORMAT,
                     sys.version,
                     pydantic.VERSION,
-                    files(_CORE),
+                    files(CORE),
                     distributions(),
                 ]
             )

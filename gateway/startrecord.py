@@ -42,23 +42,21 @@ FORMAT = 1
 #: Records kept (one per interpreter, configuration file and working directory: a user who
 #: starts the gateway in many projects keeps those of the most recent ones).
 KEEP = 32
-_CORE = Path(__file__).resolve().parent
+#: The core's package folder: its files key both caches.
+CORE = Path(__file__).resolve().parent
 
 
-def user_cache(env: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME/mcp-gateway``, else ``$HOME/.cache/mcp-gateway``; ``None`` when the
-    environment names neither (nothing is kept)."""
+def cache_folder(config: Any, part: str) -> Path | None:
+    """``$XDG_CACHE_HOME/mcp-gateway/<part>``, else ``$HOME/.cache/…``, for a gateway whose
+    ``schema_cache`` is on; ``None`` when it is off or the environment names neither."""
+    if not config.schema_cache:
+        return None
+    env: Mapping[str, str] = config.env
     xdg = env.get("XDG_CACHE_HOME", "")
     if Path(xdg).is_absolute():  # the XDG spec: a relative value is invalid, ignore it
-        return Path(xdg) / "mcp-gateway"
+        return Path(xdg) / "mcp-gateway" / part
     home = env.get("HOME", "")
-    return Path(home) / ".cache" / "mcp-gateway" if Path(home).is_absolute() else None
-
-
-def default_folder(env: Mapping[str, str]) -> Path | None:
-    """Where start records are kept: ``starts`` in :func:`user_cache`."""
-    folder = user_cache(env)
-    return folder / "starts" if folder is not None else None
+    return Path(home) / ".cache" / "mcp-gateway" / part if Path(home).is_absolute() else None
 
 
 def files(root: Path) -> list[tuple[str, int, int]]:
@@ -121,7 +119,7 @@ class Inputs:
                 sys.executable,
                 sys.path,
                 os.getcwd(),
-                files(_CORE),
+                files(CORE),
                 distributions(),
                 [(r, files(Path(r))) for r in self.roots],
                 _config_key(config),
@@ -163,7 +161,7 @@ def _where(folder: Path, config: Any) -> Path:
 
 def lookup(config: Any) -> StartRecord | None:
     """The record of the last start with exactly these inputs, or ``None``."""
-    folder = default_folder(config.env) if config.schema_cache else None
+    folder = cache_folder(config, "starts")
     if folder is None:
         return None
     try:
@@ -194,7 +192,7 @@ def lookup(config: Any) -> StartRecord | None:
 def save(config: Any, record: StartRecord) -> None:
     """Write ``record`` for the next start (whole or not at all); a folder that cannot be
     written only costs the next start its head start."""
-    folder = default_folder(config.env) if config.schema_cache else None
+    folder = cache_folder(config, "starts")
     if folder is None:
         return
     data = {
