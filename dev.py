@@ -249,6 +249,10 @@ def main(argv: list[str]) -> int:
             tempfile.TemporaryDirectory(prefix="mcp-gateway-test-cache-") as cache,
         ):
             env["XDG_STATE_HOME"] = state
+            # ... but the npm packages some tests install stay in the user's cache between runs.
+            env.setdefault(
+                "TEST_NPM_CACHE", os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+            )
             env["XDG_CACHE_HOME"] = cache
             return _call([str(PY), "-m", "pytest", *parallel(rest), *rest], cwd=ROOT, env=env)
     if cmd == "lint":

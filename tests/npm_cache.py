@@ -21,9 +21,19 @@ from typing import IO
 REFRESH_SECONDS = 7 * 24 * 3600  # look for a newer release once a week
 
 
+#: The user's cache as the run found it: the suite then gives its gateways a throw-away
+#: ``XDG_CACHE_HOME`` (the test command, and conftest per worker), which would mean a fresh
+#: install (~400 MB, several CPU seconds) on every run. The test command passes the user's on
+#: as ``TEST_NPM_CACHE``.
+USER_CACHE = Path(
+    os.environ.get("TEST_NPM_CACHE")
+    or os.environ.get("XDG_CACHE_HOME")
+    or str(Path.home() / ".cache")
+)
+
+
 def cache_dir(name: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcp-plugin-gateway-tests" / name
+    return USER_CACHE / "mcp-plugin-gateway-tests" / name
 
 
 @contextlib.contextmanager

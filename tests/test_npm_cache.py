@@ -4,13 +4,15 @@ into a folder while another run uses the package in it."""
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from npm_cache import npm_package
+from npm_cache import cache_dir, npm_package
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="flock locks"),
@@ -41,3 +43,18 @@ def test_a_package_in_use_is_never_reinstalled_and_users_share_it(tmp_path):
         assert time.monotonic() - started < 5
         assert not _installable(tmp_path)
     assert _installable(tmp_path)
+
+
+def test_the_packages_stay_in_the_users_cache_not_the_suites_throw_away_one(tmp_path):
+    # conftest gives this process a temporary XDG_CACHE_HOME once the session starts.
+    assert not cache_dir("pkg").is_relative_to(os.environ["XDG_CACHE_HOME"])
+    env = {**os.environ, "TEST_NPM_CACHE": str(tmp_path)}  # what the test command passes on
+    printed = subprocess.run(
+        [sys.executable, "-c", "import npm_cache; print(npm_cache.cache_dir('pkg'))"],
+        cwd=Path(__file__).parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert Path(printed.strip()) == tmp_path / "mcp-plugin-gateway-tests" / "pkg"
