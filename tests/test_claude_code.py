@@ -6,7 +6,10 @@ Claude Code with npm (``claude_code.client``), paste ``claude-config --mcp-json`
 Messages API that plays the model (``claude_code.model``) and the fake orchestrator, a real
 HTTP server. Only the orchestrator URL is exported when ``claude-config`` runs, and Claude
 Code itself runs without it: the pasted entry has to carry the deployment.
-"""
+
+Tests that run Claude Code the same way (project, approver, permission mode) send their
+prompts to one running ``claude -p`` (a stream-json session, as the Agent SDK drives it):
+each prompt is a turn of its own with its own script, against the same gateway process."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_code.client import Project, Result, installed
+from claude_code.client import Project, Result, Session, installed
 from claude_code.model import Call, Say, StandInModel
 from conftest import gateway_env
 
@@ -28,6 +31,9 @@ from gateway.testing import make_gateway
 APPROVER = Path(__file__).resolve().parent / "claude_code" / "approver.py"
 GATEWAY = "mcp__gateway__"
 TASK = "Summarize the GoBD retention rules"
+
+# One worker of a parallel run starts Claude Code, its sessions and the fixtures they share.
+pytestmark = pytest.mark.xdist_group("claude_code")
 
 
 def deployment_env(**extra: str) -> dict[str, str]:
@@ -149,10 +155,29 @@ def orchestrator() -> Iterator[Any]:
         yield api
 
 
+@pytest.fixture
+def fresh(orchestrator) -> Any:
+    """The orchestrator back at the recorded scenario, as a new one starts, for a test that
+    changes its data or needs it as seeded."""
+    from gateway_orchestrator_testing import State
+    from gateway_orchestrator_testing.seed import load_experts, seed
+
+    state = State()
+    load_experts(state)
+    seed(state)
+    orchestrator.state = state
+    return orchestrator
+
+
 @pytest.fixture(scope="module")
 def model() -> Iterator[StandInModel]:
     with StandInModel() as stand_in:
         yield stand_in
+
+
+#: What ``claude-config`` printed, per flag and exported environment: the same deployment
+#: pasted into another project is the same text (it names no folder).
+PRINTED: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
 
 
 def pasted_project(
@@ -163,9 +188,12 @@ def pasted_project(
     project = Project(root, claude, model.url)
     exported = {"COCKPIT_API_URL": orchestrator.url, **env}
     for flag, target in (("--mcp-json", ".mcp.json"), ("--settings", ".claude/settings.json")):
-        printed = claude_config(project.dir, flag, **exported)
-        assert printed.returncode == 0, printed.stderr
-        project.write(target, printed.stdout)
+        key = (flag, tuple(sorted(exported.items())))
+        if key not in PRINTED:
+            printed = claude_config(project.dir, flag, **exported)
+            assert printed.returncode == 0, printed.stderr
+            PRINTED[key] = printed.stdout
+        project.write(target, PRINTED[key])
     return project
 
 
@@ -174,6 +202,37 @@ def project(tmp_path_factory, claude, model, orchestrator) -> Project:
     project = pasted_project(tmp_path_factory.mktemp("claude"), claude, model, orchestrator)
     project.trust()
     return project
+
+
+@pytest.fixture(scope="module")
+def headless(project) -> Iterator[Session]:
+    """Claude Code in the pasted project as a script starts it: nobody to approve a call."""
+    with project.session() as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def approving(project) -> Iterator[Session]:
+    """Claude Code in the pasted project with a permission-prompt tool that approves."""
+    with project.session(*approver_args(project)) as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory, claude, model, orchestrator) -> Iterator[tuple[Project, Session]]:
+    """A project pasted where the orchestrator token was set and every destructive call needs
+    a person's confirmation, Claude Code in it with the approving permission-prompt tool."""
+    project = pasted_project(
+        tmp_path_factory.mktemp("guarded"),
+        claude,
+        model,
+        orchestrator,
+        COCKPIT_API_TOKEN="tok-only-in-the-shell",
+        MCP_GATEWAY_CONFIRM_EACH_CALL="destructive",
+    )
+    project.trust()
+    with project.session(*approver_args(project)) as session:
+        yield project, session
 
 
 def approver_args(project: Project) -> list[str]:
@@ -191,14 +250,38 @@ def approver_args(project: Project) -> list[str]:
 
 
 def approvals(project: Project) -> list[str]:
+    """The calls the approver was asked about during the project's latest prompt."""
     log = project.root / "approvals.jsonl"
+    if not log.exists():
+        return []
     return [json.loads(line)["tool_name"] for line in log.read_text().splitlines()]
 
 
-def play(project: Project, model: StandInModel, steps: list[Any], *args: str) -> Result:
+def prompt(
+    project: Project, text: str, *args: str, session: Session | None = None, timeout: float = 120
+) -> Result:
+    """``text`` as the next prompt of ``session``, else in a run of its own with ``args``."""
+    (project.root / "approvals.jsonl").unlink(missing_ok=True)
+    if session is None:
+        result = project.run(text, *args, timeout=timeout)
+    else:
+        assert not args, "a session's arguments are fixed when it starts"
+        result = session.send(text, timeout=timeout)
+    # A session's prompt has no exit code of its own (None); its session's is checked at the end.
+    assert result.returncode in (0, None), result.stderr[-2000:]
+    assert not result.final["is_error"], result.final
+    return result
+
+
+def play(
+    project: Project,
+    model: StandInModel,
+    steps: list[Any],
+    *args: str,
+    session: Session | None = None,
+) -> Result:
     model.reset([*steps, Say("done")])
-    result = project.run("Go ahead.", *args)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = prompt(project, "Go ahead.", *args, session=session)
     assert result.server_status("gateway") == "connected", result.init
     return result
 
@@ -214,8 +297,8 @@ def denied(result: Result) -> set[str]:
 
 
 @pytest.mark.e2e
-def test_the_pasted_config_connects_and_a_read_tool_runs_without_a_prompt(project, model):
-    result = play(project, model, [Call(GATEWAY + "get_job_stats")])
+def test_the_pasted_config_connects_and_a_read_tool_runs_without_a_prompt(project, headless, model):
+    result = play(project, model, [Call(GATEWAY + "get_job_stats")], session=headless)
     assert "COCKPIT_API_URL" not in project.environment()  # the entry carries it
     first = model.turns()[0]
     # Claude Code defers MCP tools behind its ToolSearch tool: the model sees their names in
@@ -241,18 +324,21 @@ def test_an_untrusted_project_ignores_the_allow_rules_as_the_notes_say(
 
 
 @pytest.mark.e2e
-def test_mutations_run_headless_exactly_when_an_approver_allows_them(project, model, orchestrator):
+def test_mutations_run_headless_exactly_when_an_approver_allows_them(
+    project, headless, approving, model, fresh
+):
     from gateway_orchestrator_testing.seed import JOB_POSTMORTEM, JOB_SCRATCH
 
+    orchestrator = fresh
     jobs = len(orchestrator.state.jobs)
     create = Call(GATEWAY + "create_job", {"description": TASK, "config_name": "researcher"})
     cancel = Call(GATEWAY + "cancel_job", {"job_id": JOB_SCRATCH})
-    refused = play(project, model, [create, cancel])
+    refused = play(project, model, [create, cancel], session=headless)
     assert denied(refused) == {"create_job", "cancel_job"}
     assert len(orchestrator.state.jobs) == jobs
     assert orchestrator.state.jobs[JOB_SCRATCH].status == "created"
 
-    allowed = play(project, model, [create, cancel], *approver_args(project))
+    allowed = play(project, model, [create, cancel], session=approving)
     assert approvals(project) == [GATEWAY + "create_job", GATEWAY + "cancel_job"]
     assert denied(allowed) == set()
     out = results(allowed)
@@ -273,31 +359,24 @@ def test_mutations_run_headless_exactly_when_an_approver_allows_them(project, mo
 
 
 @pytest.mark.e2e
-def test_person_only_tools_are_refused_headless_even_with_an_approver(
-    tmp_path, claude, model, orchestrator
-):
+def test_person_only_tools_are_refused_headless_even_with_an_approver(guarded, model, fresh):
     from gateway_orchestrator_testing.seed import JOB_CREATED
 
-    project = pasted_project(
-        tmp_path, claude, model, orchestrator, MCP_GATEWAY_CONFIRM_EACH_CALL="destructive"
-    )
-    project.trust()
+    # The project's entry sets MCP_GATEWAY_CONFIRM_EACH_CALL=destructive.
+    project, session = guarded
+    assert "MCP_GATEWAY_CONFIRM_EACH_CALL" in (project.dir / ".mcp.json").read_text()
     result = play(
-        project,
-        model,
-        [Call(GATEWAY + "cancel_job", {"job_id": JOB_CREATED})],
-        *approver_args(project),
+        project, model, [Call(GATEWAY + "cancel_job", {"job_id": JOB_CREATED})], session=session
     )
     text, error = results(result)["cancel_job"]
     assert error and "requires user interaction" in text
-    assert orchestrator.state.jobs[JOB_CREATED].status == "created"
+    assert fresh.state.jobs[JOB_CREATED].status == "created"
 
 
 @pytest.mark.e2e
-def test_a_multi_word_prompt_argument_reaches_the_model_whole(project, model):
+def test_a_multi_word_prompt_argument_reaches_the_model_whole(project, headless, model):
     model.reset([Say("done")])
-    result = project.run(f"/{GATEWAY}create_job_guided {TASK}")
-    assert result.returncode == 0, result.stderr[-2000:]
+    prompt(project, f"/{GATEWAY}create_job_guided {TASK}", session=headless)
     texts = model.user_texts()
     assert any(f"<command-args>{TASK}</command-args>" in t for t in texts), texts
     [rendered] = [t for t in texts if t.startswith("Create an orchestrator job")]
@@ -306,16 +385,12 @@ def test_a_multi_word_prompt_argument_reaches_the_model_whole(project, model):
 
 
 @pytest.mark.e2e
-def test_a_secret_reference_claude_code_cannot_expand_is_never_sent(
-    tmp_path, claude, model, orchestrator
-):
+def test_a_secret_reference_claude_code_cannot_expand_is_never_sent(guarded, model, orchestrator):
     # claude-config ran where the token was set: the entry holds ${COCKPIT_API_TOKEN}, which
     # Claude Code, started without it, passes on as it is.
-    project = pasted_project(
-        tmp_path, claude, model, orchestrator, COCKPIT_API_TOKEN="tok-only-in-the-shell"
-    )
+    project, session = guarded
     assert "${COCKPIT_API_TOKEN}" in (project.dir / ".mcp.json").read_text()
-    project.trust()
+    assert "COCKPIT_API_TOKEN" not in project.environment()
     sent = len(orchestrator.requests)
     result = play(
         project,
@@ -324,6 +399,7 @@ def test_a_secret_reference_claude_code_cannot_expand_is_never_sent(
             Call(GATEWAY + "get_job_stats"),
             Call(GATEWAY + "gateway_status", {"check_health": False}),
         ],
+        session=session,
     )
     out = results(result)
     assert not out["get_job_stats"][1]
@@ -335,30 +411,19 @@ def test_a_secret_reference_claude_code_cannot_expand_is_never_sent(
 # The four workflows of the orchestrator design, end to end: each starts as the slash command
 # of its prompt; the stand-in model makes the calls the rendered prompt asks for, in its order
 # (picking ids out of earlier results where the prompt says "<...>"), mutations included, with
-# an approver as in a headless run. Each runs against a fresh orchestrator of its own.
-
-
-@pytest.fixture
-def fresh(tmp_path, claude, model) -> Iterator[tuple[Project, Any]]:
-    """A trusted project pasted from claude-config, against an orchestrator of its own."""
-    from gateway_orchestrator_testing import FakeOrchestrator
-
-    with FakeOrchestrator() as api:
-        project = pasted_project(tmp_path, claude, model, api)
-        project.trust()
-        yield project, api
+# an approver as in a headless run. Each starts from the recorded scenario (``fresh``).
 
 
 def workflow(
-    project: Project, model: StandInModel, command: str, steps: list[Call]
+    project: Project, session: Session, model: StandInModel, command: str, steps: list[Call]
 ) -> tuple[Result, str, dict[str, list[tuple[str, bool]]]]:
-    """Run ``/mcp__gateway__<command>`` with an approver, the model playing ``steps``. Returns
-    the run, the prompt Claude Code rendered, and every result per tool (text, is_error)."""
+    """Send ``/mcp__gateway__<command>`` to ``session`` (which has an approver), the model
+    playing ``steps``. Returns Claude Code's answer, the prompt it rendered, and every result
+    per tool (text, is_error)."""
     from gateway.prompts import mentioned_tools
 
     model.reset([*steps, Say("done")])
-    result = project.run(f"/{GATEWAY}{command}", *approver_args(project), timeout=240)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = prompt(project, f"/{GATEWAY}{command}", session=session, timeout=240)
     assert result.server_status("gateway") == "connected", result.init
     assert "stand-in script failed" not in result.final.get("result", ""), result.final
     # The user's message: <command-name>/<command-args>, then the rendered prompt.
@@ -392,13 +457,14 @@ def freshest_ready_agent(seen: Any) -> str:
 
 
 @pytest.mark.e2e
-def test_workflow_frozen_review_reads_the_job_and_approves_it(fresh, model):
+def test_workflow_frozen_review_reads_the_job_and_approves_it(project, approving, fresh, model):
     from gateway_orchestrator_testing.seed import JOB_PENDING_REVIEW as JOB
 
-    project, api = fresh
+    api = fresh
     job = {"job_id": JOB}
     _, rendered, calls = workflow(
         project,
+        approving,
         model,
         f"review_frozen_job {JOB}",
         [
@@ -420,10 +486,12 @@ def test_workflow_frozen_review_reads_the_job_and_approves_it(fresh, model):
 
 
 @pytest.mark.e2e
-def test_workflow_health_check_finds_stuck_jobs_and_puts_an_idle_agent_to_work(fresh, model):
+def test_workflow_health_check_finds_stuck_jobs_and_puts_an_idle_agent_to_work(
+    project, approving, fresh, model
+):
     from gateway_orchestrator_testing.seed import AGENT_READY, JOB_STUCK_CREATOR
 
-    project, api = fresh
+    api = fresh
 
     def assign(seen: Any) -> dict[str, Any]:
         waiting = seen.last(GATEWAY + "list_jobs")["jobs"]
@@ -431,6 +499,7 @@ def test_workflow_health_check_finds_stuck_jobs_and_puts_an_idle_agent_to_work(f
 
     _, _, calls = workflow(
         project,
+        approving,
         model,
         "system_health_check",
         [
@@ -451,11 +520,13 @@ def test_workflow_health_check_finds_stuck_jobs_and_puts_an_idle_agent_to_work(f
 
 
 @pytest.mark.e2e
-def test_workflow_citation_verification_sends_the_job_back_with_feedback(fresh, model):
+def test_workflow_citation_verification_sends_the_job_back_with_feedback(
+    project, approving, fresh, model
+):
     from gateway_orchestrator_testing.seed import AGENT_WORKING
     from gateway_orchestrator_testing.seed import JOB_PROCESSING as JOB
 
-    project, api = fresh
+    api = fresh
     # The agent has finished its phases: the job waits for review, the agent is idle.
     api.state.freeze_job(JOB, summary="Sources collected and cited.")
     api.state.agents[AGENT_WORKING].status = "completed"
@@ -475,6 +546,7 @@ def test_workflow_citation_verification_sends_the_job_back_with_feedback(fresh, 
 
     _, _, calls = workflow(
         project,
+        approving,
         model,
         f"verify_citations {JOB}",
         [
@@ -499,10 +571,12 @@ def test_workflow_citation_verification_sends_the_job_back_with_feedback(fresh, 
 
 
 @pytest.mark.e2e
-def test_workflow_job_creation_creates_the_described_job_and_starts_it(fresh, model):
+def test_workflow_job_creation_creates_the_described_job_and_starts_it(
+    project, approving, fresh, model
+):
     from gateway_orchestrator_testing.seed import AGENT_READY, DS_POSTGRES
 
-    project, api = fresh
+    api = fresh
     jobs = set(api.state.jobs)
 
     def create(seen: Any) -> dict[str, Any]:
@@ -518,6 +592,7 @@ def test_workflow_job_creation_creates_the_described_job_and_starts_it(fresh, mo
 
     _, _, calls = workflow(
         project,
+        approving,
         model,
         f"create_job_guided {TASK}",
         [

@@ -4,7 +4,9 @@
 binary) into a cache folder outside the repository, once a week at most and never while another
 run uses it. :class:`Project` is a temporary project directory with its own ``HOME`` and Claude Code
 config directory, so the user's real configuration is never read or touched; ``run`` starts
-``claude -p`` in it against the stand-in model and returns the stream-json events.
+``claude -p`` in it against the stand-in model and returns the stream-json events, ``session``
+keeps one ``claude -p`` running for several prompts of one conversation (stream-json input,
+as the Agent SDK drives it), each answered as a run is.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,11 +62,12 @@ def installed() -> Iterator[tuple[Path | None, str]]:
 
 @dataclass
 class Result:
-    """One ``claude -p`` run: its stream-json events and what they add up to."""
+    """One ``claude -p`` run, or one prompt of a session: its stream-json events and what they
+    add up to."""
 
     events: list[dict[str, Any]]
     stderr: str
-    returncode: int
+    returncode: int | None  # None: a prompt of a session that goes on
 
     @property
     def init(self) -> dict[str, Any]:
@@ -153,19 +159,27 @@ class Project:
         env.update(extra or {})
         return env
 
+    def command(self, *args: str) -> list[str]:
+        return [str(self.claude), "-p", *args, "--output-format", "stream-json", "--verbose"]
+
+    @contextlib.contextmanager
+    def session(self, *args: str, env: dict[str, str] | None = None) -> Iterator[Session]:
+        """One ``claude -p`` with ``args`` that takes its prompts from :meth:`Session.send`;
+        its exit code is checked when the block ends."""
+        session = Session(
+            self.command("--input-format", "stream-json", *args), self.dir, self.environment(env)
+        )
+        try:
+            yield session
+        finally:
+            code = session.close()
+        assert code == 0, session.stderr[-2000:]
+
     def run(
         self, prompt: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120
     ) -> Result:
         proc = subprocess.run(
-            [
-                str(self.claude),
-                "-p",
-                prompt,
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                *args,
-            ],
+            self.command(prompt, *args),
             cwd=self.dir,
             env=self.environment(env),
             capture_output=True,
@@ -178,3 +192,74 @@ class Project:
             with contextlib.suppress(ValueError):
                 events.append(json.loads(line))
         return Result(events, proc.stderr, proc.returncode)
+
+
+class Session:
+    """A running ``claude -p --input-format stream-json``: one Claude Code, and one of each MCP
+    server it starts, through the prompts :meth:`send` writes to its stdin."""
+
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self._proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._read_events, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._stderr)
+
+    def _read_events(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            with contextlib.suppress(ValueError):
+                self._events.put(json.loads(line))
+        self._events.put(None)  # the process closed its output
+
+    def _read_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self._stderr.append(line)
+
+    def send(self, prompt: str, timeout: float = 120) -> Result:
+        """The events of ``prompt``, up to its result (or to the end of the process)."""
+        assert self._proc.stdin is not None
+        message = {"type": "user", "message": {"role": "user", "content": prompt}}
+        events: list[dict[str, Any]] = []
+        try:
+            self._proc.stdin.write(json.dumps(message) + "\n")
+            self._proc.stdin.flush()
+        except OSError:  # it has ended: its exit code and stderr say why
+            return Result(events, self.stderr, self._proc.wait())
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                event = self._events.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._proc.kill()  # a late answer would pass for the next prompt's
+                raise TimeoutError(f"no result in {timeout} s: {self.stderr[-2000:]}") from None
+            if event is None:
+                return Result(events, self.stderr, self._proc.wait())
+            events.append(event)
+            if event.get("type") == "result":
+                return Result(events, self.stderr, None)
+
+    def close(self, timeout: float = 60) -> int:
+        """End the session as a host does (closing its input); the exit code."""
+        assert self._proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self._proc.stdin.close()
+        try:
+            return self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+            raise

@@ -2,10 +2,12 @@
 
 A real HTTP server on 127.0.0.1 (a thread). Claude Code 2.1 sends ``HEAD /`` as a
 connectivity check, then ``POST /v1/messages?beta=true`` with ``"stream": true`` for every
-turn of the main conversation. Each answer follows a per-test script: the n-th turn of a
-conversation (n = the assistant messages it already holds) plays the n-th step, a tool call
-or a text; past the script it says ``done``. A call's arguments may be a function of what the
-model has seen so far (:class:`Seen`: the user's text, the earlier results), as a model picks
+turn of the main conversation. Each answer follows a per-prompt script (:meth:`StandInModel.reset`
+before each prompt): the n-th turn after the prompt (n = the assistant messages since it)
+plays the n-th step, a tool call or a text; past the script it says ``done``. A conversation
+may go on with further prompts (a stream-json session): what came before the latest prompt is
+history, not part of its script. A call's arguments may be a function of what the model has
+seen since the prompt (:class:`Seen`: the user's text, the earlier results), as a model picks
 an id out of a previous answer. Every request is recorded, so a test can read
 what Claude Code offered the model (tools and schemas, system prompt) and what it sent back
 (tool results, the rendered prompt of a slash command).
@@ -13,6 +15,7 @@ what Claude Code offered the model (tools and schemas, system prompt) and what i
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -23,7 +26,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Seen:
-    """What the model has read so far in a conversation: the user's text and, per tool (its
+    """What the model has read since the latest prompt: the user's text and, per tool (its
     full name), the text of each result in order."""
 
     text: str
@@ -34,11 +37,11 @@ class Seen:
         return json.loads(self.results[tool][-1])
 
     @classmethod
-    def of(cls, body: dict[str, Any]) -> Seen:
+    def of(cls, messages: list[dict[str, Any]]) -> Seen:
         names: dict[str, str] = {}
         texts: list[str] = []
         results: dict[str, list[str]] = {}
-        for message in body.get("messages", []):
+        for message in messages:
             for block in blocks(message):
                 kind = block.get("type")
                 if kind == "tool_use":
@@ -115,6 +118,12 @@ class StandInModel:
     def __init__(self) -> None:
         self.script: list[Step] = []
         self.requests: list[Request] = []
+        # Where the latest prompt starts in the conversation (after the last answer to the
+        # one before): set by the first request after a reset.
+        self._since: int | None = None
+        # Ids stay unique across prompts: a conversation that repeats a tool_use id has Claude
+        # Code take the new call for an interrupted one.
+        self._ids = itertools.count()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -134,9 +143,20 @@ class StandInModel:
         self._server.server_close()
 
     def reset(self, script: list[Step]) -> None:
+        """Play ``script`` for the next prompt; forget the requests so far."""
         with self._lock:
             self.script = list(script)
             self.requests.clear()
+            self._since = None
+
+    def _prompt_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages from the latest prompt on (the first request after a reset fixes
+        where it starts: after the conversation's last answer so far)."""
+        with self._lock:
+            if self._since is None:
+                answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+                self._since = answers[-1] + 1 if answers else 0
+            return messages[self._since :]
 
     # What Claude Code sent, for assertions.
 
@@ -150,7 +170,7 @@ class StandInModel:
         if not turns:
             return
         names: dict[str, str] = {}
-        for message in turns[-1].messages:
+        for message in self._prompt_messages(turns[-1].messages):
             for block in blocks(message):
                 if block.get("type") == "tool_use":
                     names[block["id"]] = block["name"]
@@ -158,14 +178,14 @@ class StandInModel:
                     yield names.get(block.get("tool_use_id", ""), "?"), block
 
     def user_texts(self) -> list[str]:
-        """The text blocks of the first turn's user messages (where a slash command's
-        rendered prompt lands)."""
+        """The text blocks of the latest prompt's user messages (where a slash command's
+        rendered prompt lands), as its first turn holds them."""
         turns = self.turns()
         if not turns:
             return []
         return [
             b.get("text", "")
-            for m in turns[0].messages
+            for m in self._prompt_messages(turns[0].messages)
             if m.get("role") == "user"
             for b in blocks(m)
             if b.get("type") == "text"
@@ -174,12 +194,15 @@ class StandInModel:
     # The server.
 
     def _step(self, body: dict[str, Any]) -> Step:
-        done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        messages = list(body.get("messages", []))
+        if body.get("tools"):  # the main conversation (side requests offer no tools)
+            messages = self._prompt_messages(messages)
+        done = sum(1 for m in messages if m.get("role") == "assistant")
         with self._lock:
             step = self.script[done] if done < len(self.script) else Say("done")
         if isinstance(step, Call) and callable(step.arguments):
             try:
-                return Call(step.tool, step.arguments(Seen.of(body)))
+                return Call(step.tool, step.arguments(Seen.of(messages)))
             except Exception as exc:  # the test reads this as the run's final text
                 return Say(f"stand-in script failed at {step.tool}: {type(exc).__name__}: {exc}")
         return step
@@ -234,7 +257,7 @@ class StandInModel:
                     self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
 
             def _answer(self, body: dict[str, Any], step: Step) -> None:
-                n = len(model.requests)
+                n = next(model._ids)
                 if isinstance(step, Call):
                     block: dict[str, Any] = {
                         "type": "tool_use",
