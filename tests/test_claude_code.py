@@ -14,6 +14,7 @@ each prompt is a turn of its own with its own script, against the same gateway p
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -184,8 +185,10 @@ def pasted_project(
     root: Path, claude: Path, model: StandInModel, orchestrator: Any, **env: str
 ) -> Project:
     """A project with ``.mcp.json`` and ``.claude/settings.json`` exactly as printed by
-    ``claude-config``, run with only the orchestrator URL (and ``env``) exported."""
-    project = Project(root, claude, model.url)
+    ``claude-config``, run with only the orchestrator URL (and ``env``) exported. The gateways
+    Claude Code starts keep their caches (schemas, start records) in the suite's one, as a
+    user's gateways share the user's: only the first start is a cold one."""
+    project = Project(root, claude, model.url, {"XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]})
     exported = {"COCKPIT_API_URL": orchestrator.url, **env}
     for flag, target in (("--mcp-json", ".mcp.json"), ("--settings", ".claude/settings.json")):
         key = (flag, tuple(sorted(exported.items())))
