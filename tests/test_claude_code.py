@@ -26,6 +26,8 @@ from claude_code.client import Project, Result, Session, installed
 from claude_code.model import Call, Say, StandInModel
 from conftest import gateway_env
 
+from gateway.claude import ClaudeConfig
+from gateway.claude import claude_config as build_claude_config
 from gateway.prompts import PromptSpec, build_prompt
 from gateway.testing import make_gateway
 
@@ -48,6 +50,7 @@ def deployment_env(**extra: str) -> dict[str, str]:
 
 
 def claude_config(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``mcp-gateway claude-config`` run as a user runs it, in a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "gateway.cli", "claude-config", *args],
         cwd=cwd,
@@ -56,6 +59,13 @@ def claude_config(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProc
         text=True,
         timeout=120,
     )
+
+
+def computed_config(cwd: Path, **env: str) -> ClaudeConfig:
+    """What ``claude-config`` prints, computed in this process (for checks of the printed
+    text; the command itself runs in the tests that check its exit code and streams)."""
+    gw = make_gateway(env=deployment_env(**env), cwd=cwd)
+    return build_claude_config(gw, gw.config.server_name)
 
 
 # What claude-config prints.
@@ -81,7 +91,7 @@ def test_claude_config_copies_the_set_plugin_settings_and_references_secrets(tmp
         "MCP_GATEWAY_PLUGINS": "orchestrator,citations,gitea",
     }
     assert out["warnings"] == []
-    add = claude_config(tmp_path, "--add", **env).stdout
+    add = computed_config(tmp_path, **env).add_command()
     assert "-e 'COCKPIT_API_TOKEN=${COCKPIT_API_TOKEN}'" in add and "never-printed" not in add
 
 
@@ -100,10 +110,10 @@ def test_claude_config_warns_about_each_plugin_whose_backend_is_unset(tmp_path):
     ]:
         [line] = [w for w in warnings if f"plugin {plugin!r}" in w]
         assert f"set {variable}" in line and "tool(s) are not offered" in line
-    quiet = claude_config(
-        tmp_path, "--json", MCP_GATEWAY_PLUGINS="orchestrator", COCKPIT_API_URL="http://h:1"
+    quiet = computed_config(
+        tmp_path, MCP_GATEWAY_PLUGINS="orchestrator", COCKPIT_API_URL="http://h:1"
     )
-    assert json.loads(quiet.stdout)["warnings"] == []
+    assert quiet.as_dict()["warnings"] == []
 
 
 def test_a_free_text_argument_points_claude_code_at_the_whole_command_text(tmp_path):
