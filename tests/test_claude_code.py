@@ -168,15 +168,11 @@ def orchestrator() -> Iterator[Any]:
 
 @pytest.fixture
 def fresh(orchestrator) -> Any:
-    """The orchestrator back at the recorded scenario, as a new one starts, for a test that
-    changes its data or needs it as seeded."""
-    from gateway_orchestrator_testing import State
-    from gateway_orchestrator_testing.seed import load_experts, seed
+    """The orchestrator back at the recorded scenario, for a test that changes its data or
+    needs it as seeded: the data of a new one (not started: that takes no port)."""
+    from gateway_orchestrator_testing import FakeOrchestrator
 
-    state = State()
-    load_experts(state)
-    seed(state)
-    orchestrator.state = state
+    orchestrator.state = FakeOrchestrator().state
     return orchestrator
 
 
