@@ -3,6 +3,7 @@ names the setting, where it came from (file:line or variable) and the closest va
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -254,12 +255,45 @@ def test_a_short_token_is_refused_on_a_non_loopback_address(tmp_path):
         "print(secrets.token_urlsafe(32))\"')"
     )
     assert "short-token-15" not in line  # a secret, even a bad one, is never printed
+    # A token from the file: test_a_refused_serve_never_imports_the_sdk_or_the_web_stack.
+
+
+REFUSED_SERVES = """
+import json, sys
+import gateway.cli
+codes = [gateway.cli.main(argv) for argv in json.loads(sys.argv[1])]
+served = {m.split(".")[0] for m in sys.modules if m.startswith(("mcp", "starlette", "uvicorn"))}
+print(json.dumps([codes, sorted(served)]))
+"""
+
+
+def test_a_refused_serve_never_imports_the_sdk_or_the_web_stack(tmp_path):
+    """Importing them is most of a start's CPU: a start that its configuration stops, before
+    or after the plugins are loaded, is refused without them."""
+    (tmp_path / "table.toml").write_text("[plugins.gitee]\n")
     (tmp_path / "gw.toml").write_text('[gateway]\ntoken = "0123456789"\n')
-    line = _refused(
-        _cli(tmp_path, "--config", "gw.toml", "serve", "--transport", "http", "--host", "::"),
-        tmp_path,
+    starts = [
+        ["--config", "table.toml", "serve"],
+        ["--config", "table.toml", "serve", "--transport", "http", "--port", "0"],
+        ["--config", "gw.toml", "serve", "--transport", "http", "--host", "::"],
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", REFUSED_SERVES, json.dumps(starts)],
+        cwd=tmp_path,
+        env=gateway_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert line.startswith("mcp-gateway: gw.toml:2: [gateway] token: 10 characters")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == [[2, 2, 2], []], run.stderr[-2000:]
+    table, table_http, token = run.stderr.splitlines()
+    assert table == table_http and table.startswith(
+        "mcp-gateway: table.toml:1: unknown plugin table [plugins.gitee]"
+    )
+    # A token from the file is named by its line there.
+    assert token.startswith("mcp-gateway: gw.toml:2: [gateway] token: 10 characters")
 
 
 def test_config_is_accepted_after_the_subcommand_too(tmp_path, cli_main):
