@@ -87,7 +87,8 @@ def cli_main(
     check (a fresh process costs ~0.5 s of CPU). The environment is exactly ``env``, as a
     subprocess's would be; stdout and stderr are read at the descriptors, as a parent reads
     them. The logging, warning and crash hooks a command installs are undone after each run.
-    ``serve`` only gets as far as its configuration checks: serving is a subprocess's job."""
+    ``serve`` only gets as far as its configuration checks: serving is a subprocess's job, as
+    is a ``call`` with telemetry on (it makes its providers the process's, for good)."""
     import gateway.cli
 
     def run(cwd: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
