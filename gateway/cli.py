@@ -408,8 +408,6 @@ def _serve_guarded(
     from .stdio import protected_stdio, stdout_to_stderr
 
     if args.transport == "stdio":
-        from .server import run_stdio
-
         interactive = sys.stdin is not None and sys.stdin.isatty()
         # Before any plugin is imported: from here on only the protocol reaches stdout.
         with protected_stdio() as wire:
@@ -418,6 +416,9 @@ def _serve_guarded(
                 gateway = _build(config, traced=True, defer_loading=record is not None)
             except ConfigError as exc:
                 return _config_error(exc)
+            # The SDK only once the start passed its checks: a refused start skips its import.
+            from .server import run_stdio
+
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
             if record is not None:
                 logging.getLogger("gateway.cli").debug(
@@ -431,10 +432,10 @@ def _serve_guarded(
             resume_collector()
             run_stdio(gateway, wire, guard, record)
         return 0
-    from .http import HttpSettingsError, is_loopback, serve_http
+    from .auth.settings import is_loopback_host
 
     token = config.token.get_secret_value() if config.token else ""
-    if token and len(token) < MIN_TOKEN_CHARS and not is_loopback(args.host):
+    if token and len(token) < MIN_TOKEN_CHARS and not is_loopback_host(args.host):
         setting = label(config.origins.get("token", "token"), "token")
         return _config_error(
             ConfigError(
@@ -449,6 +450,9 @@ def _serve_guarded(
         except ConfigError as exc:
             return _config_error(exc)
         configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+        # The SDK and the web stack only once the start passed its checks, as for stdio.
+        from .http import HttpSettingsError, serve_http
+
         resume_collector()
         try:
             serve_http(gateway, host=args.host, port=args.port, guard=guard)

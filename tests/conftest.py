@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
+import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -66,3 +70,57 @@ def gateway_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")}
     env.update(extra)
     return env
+
+
+def _serve_beyond_its_checks(*args: object) -> int:
+    raise AssertionError(
+        "serve passed its configuration checks in the test process: start it as a subprocess"
+    )
+
+
+@pytest.fixture
+def cli_main(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``mcp-gateway ARGS`` through its real entry point, ``gateway.cli.main``, in this
+    process: for tests of what a command answers, where a process boundary adds nothing they
+    check (a fresh process costs ~0.5 s of CPU). The environment is exactly ``env``, as a
+    subprocess's would be; stdout and stderr are read at the descriptors, as a parent reads
+    them. The logging, warning and crash hooks a command installs are undone after each run.
+    ``serve`` only gets as far as its configuration checks: serving is a subprocess's job, as
+    is a ``call`` with telemetry on (it makes its providers the process's, for good)."""
+    import gateway.cli
+
+    def run(cwd: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+        root = logging.getLogger()
+        handlers = list(root.handlers)
+        quiet = ("mcp", "uvicorn.access", "httpx", "httpcore")
+        levels = {name: logging.getLogger(name).level for name in (*quiet, "")}
+        with monkeypatch.context() as mp:
+            for name in set(os.environ) - set(env):
+                mp.delenv(name)
+            for name, value in env.items():
+                mp.setenv(name, value)
+            mp.chdir(cwd)
+            mp.setattr(gateway.cli, "_serve", _serve_beyond_its_checks)
+            for hook in ("excepthook", "unraisablehook"):
+                mp.setattr(sys, hook, getattr(sys, hook))
+            mp.setattr(threading, "excepthook", threading.excepthook)
+            # What logging.captureWarnings(True) changes, to be put back as it was.
+            mp.setattr(warnings, "showwarning", warnings.showwarning)
+            mp.setattr(logging, "_warnings_showwarning", logging._warnings_showwarning)  # type: ignore[attr-defined]
+            capfd.readouterr()
+            try:
+                code = gateway.cli.main(list(args))
+            except SystemExit as exc:  # argparse: --version, a usage error
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            finally:
+                for handler in set(root.handlers) - set(handlers):
+                    root.removeHandler(handler)
+                    handler.close()  # its thread writes what is queued to fd 2 first
+                for name, level in levels.items():
+                    logging.getLogger(name).setLevel(level)
+            out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["mcp-gateway", *args], code, out, err)
+
+    return run

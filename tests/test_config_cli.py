@@ -94,37 +94,48 @@ def _run(tmp_path, *args, **env) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_lists_plugins_and_tools_as_json(tmp_path):
-    plugins = json.loads(_run(tmp_path, "plugins", "--json", MCP_GATEWAY_PLUGINS="notes").stdout)
+@pytest.fixture
+def cli(cli_main):
+    """``_run``'s twin in this process, for the tests of what a command prints."""
+
+    def run(tmp_path, *args, **env) -> subprocess.CompletedProcess[str]:
+        return cli_main(tmp_path, *args, env=gateway_env(**env))
+
+    return run
+
+
+def test_cli_lists_plugins_and_tools_as_json(tmp_path, cli):
+    plugins = json.loads(cli(tmp_path, "plugins", "--json", MCP_GATEWAY_PLUGINS="notes").stdout)
     states = {p["name"]: (p["state"], p["tool_count"]) for p in plugins}
     assert states["notes"] == ("loaded", 3) and states["gateway"] == ("loaded", 1)
-    tools = json.loads(_run(tmp_path, "tools", "--json", MCP_GATEWAY_PLUGINS="notes").stdout)
+    tools = json.loads(cli(tmp_path, "tools", "--json", MCP_GATEWAY_PLUGINS="notes").stdout)
     assert {(t["name"], t["tier"]) for t in tools} >= {
         ("notes_add", "mutation"),
         ("notes_search", "read"),
     }
 
 
-def test_cli_call_goes_through_the_pipeline(tmp_path):
-    ok = _run(
+def test_cli_call_goes_through_the_pipeline(tmp_path, cli):
+    ok = cli(
         tmp_path, "call", "notes_add", "--args", '{"text": "cli"}', MCP_GATEWAY_PLUGINS="notes"
     )
     assert ok.returncode == 0 and json.loads(ok.stdout)["text"] == "cli"
-    bad = _run(
+    bad = cli(
         tmp_path, "call", "notes_add", "--args", '{"txt": "cli"}', MCP_GATEWAY_PLUGINS="notes"
     )
     assert bad.returncode == 1 and json.loads(bad.stdout)["error"]["code"] == "VALIDATION_ERROR"
-    broken = _run(tmp_path, "call", "notes_add", "--args", "{not json", MCP_GATEWAY_PLUGINS="notes")
+    broken = cli(tmp_path, "call", "notes_add", "--args", "{not json", MCP_GATEWAY_PLUGINS="notes")
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr
 
 
-def test_cli_health_exit_code_follows_required_checks(plugin_site, tmp_path):
+def test_cli_health_exit_code_follows_required_checks(plugin_site, tmp_path, cli):
     from backends import closed_port_url
 
     plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
     pp = os.environ["PYTHONPATH"]
-    good = _run(tmp_path, "health", "--json", MCP_GATEWAY_PLUGINS="notes", PYTHONPATH=pp)
+    good = cli(tmp_path, "health", "--json", MCP_GATEWAY_PLUGINS="notes")
     assert good.returncode == 0 and json.loads(good.stdout)["ok"] is True
+    # The exit code a failed check gives a script, from a real process.
     down = _run(
         tmp_path,
         "health",
@@ -137,8 +148,8 @@ def test_cli_health_exit_code_follows_required_checks(plugin_site, tmp_path):
     assert down.returncode == 1 and report["checks"][0]["status"] == "failed"
 
 
-def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path):
-    r = _run(tmp_path, "claude-config", "--json", "--name", "jobs gw", MCP_GATEWAY_PLUGINS="notes")
+def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path, cli):
+    r = cli(tmp_path, "claude-config", "--json", "--name", "jobs gw", MCP_GATEWAY_PLUGINS="notes")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     entry = out["mcp_json"]["mcpServers"]["jobs_gw"]
@@ -170,51 +181,49 @@ def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path):
     assert out["warnings"] == []
 
 
-def test_claude_config_prints_each_part_alone_ready_to_paste(tmp_path):
+def test_claude_config_prints_each_part_alone_ready_to_paste(tmp_path, cli):
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "gw.toml").write_text('[gateway]\nconfirm_each_call = "mutations"\n')
     args = ("--config", "conf/gw.toml", "claude-config")
     env = {"MCP_GATEWAY_PLUGINS": "notes", "MCP_GATEWAY_TOKEN": "tok-never-copied-123"}
-    mcp = json.loads(_run(tmp_path, *args, "--mcp-json", **env).stdout)
+    mcp = json.loads(cli(tmp_path, *args, "--mcp-json", **env).stdout)
     assert mcp["mcpServers"]["gateway"]["args"] == [
         "--config",
         str(tmp_path / "conf/gw.toml"),
         "serve",
     ]
     assert "tok-never-copied-123" not in json.dumps(mcp)
-    settings = json.loads(_run(tmp_path, *args, "--settings", **env).stdout)
+    settings = json.loads(cli(tmp_path, *args, "--settings", **env).stdout)
     assert set(settings) == {"enabledMcpjsonServers", "permissions"}
     assert settings["enabledMcpjsonServers"] == ["gateway"] and settings["permissions"]["ask"]
-    add = _run(tmp_path, *args, "--add", **env).stdout.splitlines()
+    add = cli(tmp_path, *args, "--add", **env).stdout.splitlines()
     assert len(add) == 1 and add[0].startswith("claude mcp add --scope project ")
-    text = _run(tmp_path, *args, **env).stdout
+    text = cli(tmp_path, *args, **env).stdout
     assert '# confirm_each_call = "mutations"' in text
     assert "Only a person may approve: notes_add, notes_delete." in text
     assert '#   "none":' in text and '#   "destructive":' in text
 
 
-def test_claude_config_warns_when_the_server_name_makes_tool_names_too_long(tmp_path):
+def test_claude_config_warns_when_the_server_name_makes_tool_names_too_long(tmp_path, cli):
     name = "s" * 110  # mcp__ + 110 + __ + any tool name is over 128
-    r = _run(tmp_path, "claude-config", "--settings", "--name", name, MCP_GATEWAY_PLUGINS="notes")
+    r = cli(tmp_path, "claude-config", "--settings", "--name", name, MCP_GATEWAY_PLUGINS="notes")
     assert r.returncode == 0
     assert "Claude Code drops those tools" in r.stderr and "at most 107 characters" in r.stderr
     warnings = json.loads(
-        _run(
-            tmp_path, "claude-config", "--json", "--name", name, MCP_GATEWAY_PLUGINS="notes"
-        ).stdout
+        cli(tmp_path, "claude-config", "--json", "--name", name, MCP_GATEWAY_PLUGINS="notes").stdout
     )["warnings"]
     assert len(warnings) == 1 and "gateway_status" in warnings[0]
 
 
 @pytest.mark.e2e
 @pytest.mark.anyio
-async def test_the_printed_entry_starts_the_gateway_from_another_directory(tmp_path):
+async def test_the_printed_entry_starts_the_gateway_from_another_directory(tmp_path, cli):
     from mcp import Client, StdioServerParameters
 
     (tmp_path / "deploy").mkdir()
     (tmp_path / "deploy" / "gw.toml").write_text('[gateway]\nplugins = ["queue"]\n')
     (tmp_path / "project").mkdir()
-    out = _run(tmp_path / "deploy", "--config", "gw.toml", "claude-config", "--mcp-json")
+    out = cli(tmp_path / "deploy", "--config", "gw.toml", "claude-config", "--mcp-json")
     entry = json.loads(out.stdout)["mcpServers"]["gateway"]
     # As Claude Code does: the entry's command, args and env, started in the project directory.
     env = {k: v for k, v in gateway_env().items() if k != "PYTHONPATH"} | entry["env"]
@@ -227,8 +236,8 @@ async def test_the_printed_entry_starts_the_gateway_from_another_directory(tmp_p
     assert names == {"gateway_status", "bulk_read_new_jobs", "bulk_update_job_status"}
 
 
-def test_tools_sizes_counts_what_the_model_sees(tmp_path):
-    r = _run(tmp_path, "tools", "--sizes", "--json", MCP_GATEWAY_PLUGINS="notes")
+def test_tools_sizes_counts_what_the_model_sees(tmp_path, cli):
+    r = cli(tmp_path, "tools", "--sizes", "--json", MCP_GATEWAY_PLUGINS="notes")
     sizes = json.loads(r.stdout)
     by_name = {row["name"]: row for row in sizes["tools"]}
     gw = make_gateway(plugins=["notes"], cwd=tmp_path)
@@ -249,18 +258,18 @@ def test_tools_sizes_counts_what_the_model_sees(tmp_path):
         "bytes": sum(row["bytes"] for row in sizes["tools"]),
         "tokens": -(-sum(row["bytes"] for row in sizes["tools"]) // 4),
     }
-    text = _run(tmp_path, "tools", "--sizes", MCP_GATEWAY_PLUGINS="notes").stdout
+    text = cli(tmp_path, "tools", "--sizes", MCP_GATEWAY_PLUGINS="notes").stdout
     assert "total (4 tools)" in text and str(sizes["total"]["bytes"]) in text
 
 
-def test_a_missing_config_file_is_reported_without_its_path(tmp_path):
-    r = _run(tmp_path, "--config", str(tmp_path / "nope.toml"), "plugins")
+def test_a_missing_config_file_is_reported_without_its_path(tmp_path, cli):
+    r = cli(tmp_path, "--config", str(tmp_path / "nope.toml"), "plugins")
     assert r.returncode == 2 and "nope.toml" in r.stderr and str(tmp_path) not in r.stderr
 
 
-def test_cli_health_reports_an_unconfigured_backend_without_failing(plugin_site, tmp_path):
+def test_cli_health_reports_an_unconfigured_backend_without_failing(plugin_site, tmp_path, cli):
     plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
-    r = _run(
+    r = cli(
         tmp_path, "health", "--json", MCP_GATEWAY_PLUGINS="svc", PYTHONPATH=os.environ["PYTHONPATH"]
     )
     report = json.loads(r.stdout)

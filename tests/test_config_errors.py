@@ -3,6 +3,7 @@ names the setting, where it came from (file:line or variable) and the closest va
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -36,10 +37,14 @@ def register_tools(register):
 """
 
 
-def _cli(tmp_path, *args: str, toml: str | None = None, **env: str):
+def _cli(tmp_path, *args: str, toml: str | None = None, run=None, **env: str):
+    """``mcp-gateway ARGS`` in ``tmp_path``: a real process, or ``run`` (the ``cli_main``
+    fixture) in this one."""
     if toml is not None:
         (tmp_path / "gw.toml").write_text(textwrap.dedent(toml))
         args = ("--config", "gw.toml", *args)
+    if run is not None:
+        return run(tmp_path, *args, env=gateway_env(**env))
     return subprocess.run(
         [sys.executable, "-m", "gateway.cli", *args],
         cwd=tmp_path,
@@ -52,7 +57,8 @@ def _cli(tmp_path, *args: str, toml: str | None = None, **env: str):
 
 
 def _refused(result: subprocess.CompletedProcess[str], tmp_path) -> str:
-    """The one line a refused start prints (and that nothing else happened)."""
+    """The one line a refused start prints (and that nothing else happened): exit code 2,
+    one stderr line, no traceback, nothing on stdout."""
     assert result.returncode == 2, (result.returncode, result.stderr)
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
@@ -182,42 +188,47 @@ MISTAKES = {
 
 
 @pytest.mark.parametrize("case", list(MISTAKES))
-def test_each_configuration_mistake_refuses_to_start_naming_it(tmp_path, case):
+def test_each_configuration_mistake_refuses_to_start_naming_it(tmp_path, case, cli_main):
     toml, env, parts = MISTAKES[case]
-    line = _refused(_cli(tmp_path, "plugins", toml=toml, **env), tmp_path)
+    line = _refused(_cli(tmp_path, "plugins", toml=toml, run=cli_main, **env), tmp_path)
     for part in parts:
         assert part in line, line
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "in_process"),
     [
-        ["serve"],
-        ["serve", "--transport", "http", "--port", "0"],
-        ["health"],
-        ["tools"],
-        ["call", "gateway_status"],
-        ["claude-config"],
+        # A real process for serve over either transport and for one of the commands that
+        # only inspect (the exit code, stdout and stderr as a caller sees them); the others
+        # share that command's path through the CLI.
+        (["serve"], False),
+        (["serve", "--transport", "http", "--port", "0"], False),
+        (["tools"], False),
+        (["health"], True),
+        (["call", "gateway_status"], True),
+        (["claude-config"], True),
     ],
 )
-def test_every_command_refuses_a_bad_configuration(tmp_path, command):
-    line = _refused(_cli(tmp_path, *command, MCP_GATEWAY_PLUGINS="nosuch"), tmp_path)
+def test_every_command_refuses_a_bad_configuration(tmp_path, command, in_process, cli_main):
+    run = cli_main if in_process else None
+    line = _refused(_cli(tmp_path, *command, run=run, MCP_GATEWAY_PLUGINS="nosuch"), tmp_path)
     assert "MCP_GATEWAY_PLUGINS: unknown plugin 'nosuch'" in line
     # A plugin table is checked once the plugins are loaded: a different path, same answer.
-    table = _refused(_cli(tmp_path, *command, toml="[plugins.gitee]\n"), tmp_path)
+    table = _refused(_cli(tmp_path, *command, toml="[plugins.gitee]\n", run=run), tmp_path)
     assert "gw.toml:1: unknown plugin table [plugins.gitee]" in table
 
 
-def test_tables_of_disabled_plugins_and_of_loaded_backends_are_valid(plugin_site, tmp_path):
+def test_tables_of_disabled_plugins_and_of_loaded_backends_are_valid(
+    plugin_site, tmp_path, cli_main
+):
     plugin_site("gwfx-shared", {"shared": "gwfx_shared"}, {"gwfx_shared": SHARED_API})
-    env = {"PYTHONPATH": __import__("os").environ["PYTHONPATH"]}
     toml = '[plugins.scrape]\n[plugins.sharedapi]\nurl = "http://127.0.0.1:9"\n'
     # scrape is installed but not in the allow-list; sharedapi is the backend table of "shared".
-    ok = _cli(tmp_path, "plugins", "--json", toml=toml, MCP_GATEWAY_PLUGINS="shared", **env)
+    ok = _cli(tmp_path, "plugins", "--json", toml=toml, run=cli_main, MCP_GATEWAY_PLUGINS="shared")
     assert ok.returncode == 0, ok.stderr
     # Without the plugin that reads it, the backend's table names nothing.
     line = _refused(
-        _cli(tmp_path, "plugins", toml=toml, MCP_GATEWAY_DISABLE_PLUGINS="shared", **env),
+        _cli(tmp_path, "plugins", toml=toml, run=cli_main, MCP_GATEWAY_DISABLE_PLUGINS="shared"),
         tmp_path,
     )
     assert "gw.toml:2: unknown plugin table [plugins.sharedapi]" in line
@@ -244,24 +255,57 @@ def test_a_short_token_is_refused_on_a_non_loopback_address(tmp_path):
         "print(secrets.token_urlsafe(32))\"')"
     )
     assert "short-token-15" not in line  # a secret, even a bad one, is never printed
+    # A token from the file: test_a_refused_serve_never_imports_the_sdk_or_the_web_stack.
+
+
+REFUSED_SERVES = """
+import json, sys
+import gateway.cli
+codes = [gateway.cli.main(argv) for argv in json.loads(sys.argv[1])]
+served = {m.split(".")[0] for m in sys.modules if m.startswith(("mcp", "starlette", "uvicorn"))}
+print(json.dumps([codes, sorted(served)]))
+"""
+
+
+def test_a_refused_serve_never_imports_the_sdk_or_the_web_stack(tmp_path):
+    """Importing them is most of a start's CPU: a start that its configuration stops, before
+    or after the plugins are loaded, is refused without them."""
+    (tmp_path / "table.toml").write_text("[plugins.gitee]\n")
     (tmp_path / "gw.toml").write_text('[gateway]\ntoken = "0123456789"\n')
-    line = _refused(
-        _cli(tmp_path, "--config", "gw.toml", "serve", "--transport", "http", "--host", "::"),
-        tmp_path,
+    starts = [
+        ["--config", "table.toml", "serve"],
+        ["--config", "table.toml", "serve", "--transport", "http", "--port", "0"],
+        ["--config", "gw.toml", "serve", "--transport", "http", "--host", "::"],
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", REFUSED_SERVES, json.dumps(starts)],
+        cwd=tmp_path,
+        env=gateway_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert line.startswith("mcp-gateway: gw.toml:2: [gateway] token: 10 characters")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == [[2, 2, 2], []], run.stderr[-2000:]
+    table, table_http, token = run.stderr.splitlines()
+    assert table == table_http and table.startswith(
+        "mcp-gateway: table.toml:1: unknown plugin table [plugins.gitee]"
+    )
+    # A token from the file is named by its line there.
+    assert token.startswith("mcp-gateway: gw.toml:2: [gateway] token: 10 characters")
 
 
-def test_config_is_accepted_after_the_subcommand_too(tmp_path):
+def test_config_is_accepted_after_the_subcommand_too(tmp_path, cli_main):
     (tmp_path / "gw.toml").write_text('[gateway]\nplugins = ["queue"]\n')
     for args in (
         ["--config", "gw.toml", "tools", "--json"],
         ["tools", "--json", "--config", "gw.toml"],
     ):
-        out = _cli(tmp_path, *args)
+        out = _cli(tmp_path, *args, run=cli_main)
         assert out.returncode == 0, out.stderr
         assert '"bulk_read_new_jobs"' in out.stdout and '"scrape_jobs"' not in out.stdout
-    bad = _cli(tmp_path, "health", "--config", "missing.toml")
+    bad = _cli(tmp_path, "health", "--config", "missing.toml", run=cli_main)
     assert _refused(bad, tmp_path) == "mcp-gateway: config file 'missing.toml' not found"
 
 

@@ -155,16 +155,11 @@ def test_dev_run_on_a_terminal_serves_and_ctrl_c_ends_it_quietly():
     assert "dev:" not in shown  # set up already: nothing to say
 
 
-def test_version_names_the_core_and_every_installed_plugin():
+def test_version_names_the_core_and_every_installed_plugin(tmp_path, cli_main):
     import importlib.metadata as md
 
-    out = subprocess.run(
-        [str(Path(sys.executable).parent / "mcp-gateway"), "--version"],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    # The entry point in this process: the console script itself starts in the tests above.
+    out = cli_main(tmp_path, "--version", env=_env())
     assert out.returncode == 0 and out.stderr == ""
     lines = out.stdout.splitlines()
     assert lines[0] == f"mcp-plugin-gateway {md.version('mcp-plugin-gateway')}"

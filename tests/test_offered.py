@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,18 +31,18 @@ SET_GITEA = "set GITEA_URL (or url in [plugins.gitea]) to enable these tools"
 DIFF_ARGS = {"job_id": ids.JOB_PENDING_REVIEW, "base": "job-frozen"}
 
 
-def cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        k: v for k, v in gateway_env().items() if not k.startswith(("COCKPIT_", "GITEA_"))
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
-        cwd=cwd,
-        env=environment | env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+@pytest.fixture
+def cli(cli_main):
+    """``mcp-gateway`` (its entry point, in this process) without the backends' variables of
+    the environment the tests run in."""
+
+    def run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        environment = {
+            k: v for k, v in gateway_env().items() if not k.startswith(("COCKPIT_", "GITEA_"))
+        }
+        return cli_main(cwd, *args, env=environment | env)
+
+    return run
 
 
 @pytest.mark.anyio
@@ -71,7 +70,7 @@ async def test_an_unconfigured_backend_offers_no_tools_and_says_which_variable_t
     assert status["gateway"]["tool_count"] == len(listed)
 
 
-def test_mcp_gateway_plugins_and_tools_say_the_same(tmp_path):
+def test_mcp_gateway_plugins_and_tools_say_the_same(tmp_path, cli):
     plugins = cli(tmp_path, "plugins", MCP_GATEWAY_PLUGINS="orchestrator,gitea", **COCKPIT)
     assert plugins.returncode == 0, plugins.stderr
     [row] = [line for line in plugins.stdout.splitlines() if line.startswith("gitea ")]
@@ -82,7 +81,7 @@ def test_mcp_gateway_plugins_and_tools_say_the_same(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_offer_unconfigured_tools_lists_them_anyway(tmp_path):
+async def test_offer_unconfigured_tools_lists_them_anyway(tmp_path, cli):
     (tmp_path / "gw.toml").write_text("[gateway]\noffer_unconfigured_tools = true\n")
     down = {"COCKPIT_API_URL": closed_port_url()}  # its health check is run: refused at once
     from_env = make_gateway(

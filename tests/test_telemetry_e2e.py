@@ -343,35 +343,50 @@ MISTAKES = {
 
 
 @pytest.mark.parametrize("case", list(MISTAKES))
-def test_each_telemetry_mistake_refuses_to_start_naming_it(tmp_path, case):
+def test_each_telemetry_mistake_refuses_to_start_naming_it(tmp_path, case, cli_main):
+    # The settings are read with the rest of the configuration, before serve or any other
+    # command does anything: the test process runs the entry point (a refusal's exit code and
+    # streams are checked in real processes in test_config_errors).
     toml, env, line = MISTAKES[case]
     for command in (["serve"], ["tools"]):
-        refused = _refused(_cli(tmp_path, *command, toml=toml, **env), tmp_path)
+        refused = _refused(_cli(tmp_path, *command, toml=toml, run=cli_main, **env), tmp_path)
         assert refused == f"mcp-gateway: {line}"
 
 
 def test_otel_variables_meant_for_another_program_do_not_stop_a_gateway_without_telemetry(
-    tmp_path,
+    tmp_path, cli_main
 ):
     # Claude Code hands its environment to the servers it starts.
     env = {"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}
-    done = _cli(tmp_path, "call", "gateway_status", "--args", '{"check_health": false}', **env)
+    args = ("call", "gateway_status", "--args", '{"check_health": false}')
+    done = _cli(tmp_path, *args, run=cli_main, **env)
     assert done.returncode == 0, done.stderr
 
 
-def test_telemetry_on_without_the_sdk_refuses_to_start_with_one_line(tmp_path):
-    # An install without the otel extra: opentelemetry.sdk cannot be imported.
+def test_telemetry_on_without_the_sdk_refuses_to_start_with_one_line(
+    tmp_path, monkeypatch, cli_main
+):
+    # An install without the otel extra: opentelemetry.sdk cannot be imported. A package of
+    # that name that fails to import stands in for it in the servers' processes; in this one,
+    # the import system's marker for a module that is not there.
     shadow = tmp_path / "shadow" / "opentelemetry" / "sdk"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('No module named opentelemetry.sdk')\n")
     path = f"{tmp_path / 'shadow'}:{__import__('os').environ.get('PYTHONPATH', '')}"
     env = {"MCP_GATEWAY_TELEMETRY": "1", "PYTHONPATH": path}
-    for command in (["serve"], ["serve", "--transport", "http", "--port", "0"], ["call", "x"]):
-        line = _refused(_cli(tmp_path, *command, **env), tmp_path)
+    for name in [m for m in sys.modules if m.startswith("opentelemetry.sdk.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
+    for command, run in (
+        (["serve"], None),
+        (["serve", "--transport", "http", "--port", "0"], None),
+        (["call", "x"], cli_main),
+    ):
+        line = _refused(_cli(tmp_path, *command, run=run, **env), tmp_path)
         assert line == (
             "mcp-gateway: telemetry is on but the OpenTelemetry SDK is missing: install it "
             "with: pip install 'mcp-plugin-gateway[otel]'"
         )
     # Commands that run no call export nothing, so they need no SDK.
-    listed = _cli(tmp_path, "tools", "--json", **env)
+    listed = _cli(tmp_path, "tools", "--json", run=cli_main, **env)
     assert listed.returncode == 0, listed.stderr
