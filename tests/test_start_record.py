@@ -14,14 +14,17 @@ import os
 import select
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gateway_env
+from conftest import gateway_env, write_dist
 from wire import INIT, StdioServer
+
+# The tests share one deployment and its first start (see ``primed``): one worker runs them.
+pytestmark = pytest.mark.xdist_group("start_record")
 
 PLUGIN = """
 from __future__ import annotations
@@ -98,21 +101,28 @@ class Start:
 
 
 class Deployment:
-    """The gated test plugin, a cache folder, and fresh stdio starts of the gateway."""
+    """The gated test plugin, installed as a real distribution on the gateways' ``PYTHONPATH``,
+    a cache folder, and fresh stdio starts of the gateway."""
 
-    def __init__(self, install: Callable[..., Path], tmp: Path) -> None:
-        self.install = install
+    def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.site = install("recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
+        self.site = tmp / "site"
+        self.install()
         self.module = self.site / "recorded_plugin.py"
+        self.info = self.site / "recorded_plugin-1.2.3.dist-info"
+        self.cache = tmp / "cache"
         self.gate = tmp / "gate"
         self.waiting = tmp / "waiting"
 
+    def install(self) -> None:
+        write_dist(self.site, "recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
+
     def env(self, **extra: str) -> dict[str, str]:
         return gateway_env(
+            PYTHONPATH=os.pathsep.join([str(self.site), os.environ.get("PYTHONPATH", "")]),
             MCP_GATEWAY_PLUGINS="recorded",
             MCP_GATEWAY_LOAD_TIMEOUT="60",
-            XDG_CACHE_HOME=str(self.tmp / "cache"),
+            XDG_CACHE_HOME=str(self.cache),
             RECORDED_GATE=str(self.gate),
             RECORDED_WAITING=str(self.waiting),
             # Python's own .pyc check sees whole seconds and the size (see test_schema_cache).
@@ -121,7 +131,7 @@ class Deployment:
         )
 
     def records(self) -> list[Path]:
-        return sorted((self.tmp / "cache" / "mcp-gateway" / "starts").glob("start-*.json"))
+        return sorted((self.cache / "mcp-gateway" / "starts").glob("start-*.json"))
 
     def start(
         self,
@@ -202,9 +212,64 @@ def _collect(
             return
 
 
+@dataclass
+class Primed:
+    """A deployment after its first start (which wrote the record), and how to put it back:
+    the plugin's file (content and times), its ``.dist-info`` folder's time, the cache."""
+
+    deployment: Deployment
+    first: Start
+    records_after_first: int
+    module: bytes
+    module_times: tuple[int, int]
+    info_mtime: int
+    cache: Path
+
+    def restore(self) -> Deployment:
+        d = self.deployment
+        if not d.info.is_dir():
+            d.install()
+        if d.module.read_bytes() != self.module:
+            d.module.write_bytes(self.module)
+        os.utime(d.module, ns=self.module_times)
+        os.utime(d.info, ns=(self.info_mtime, self.info_mtime))
+        shutil.rmtree(d.cache)
+        shutil.copytree(self.cache, d.cache)
+        return d
+
+
+@pytest.fixture(scope="module")
+def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
+    """Most tests are about a start after a first one: that first start is made once, and each
+    test gets its deployment back exactly as it left it (every input of the record's key,
+    the folders and paths included, as they were; the record and schema cache as written)."""
+    deployment = Deployment(tmp_path_factory.mktemp("recorded"))
+    first, _ = deployment.start()
+    records = len(deployment.records())
+    module = deployment.module.stat()
+    snapshot = deployment.tmp.parent / f"{deployment.tmp.name}-cache"
+    shutil.copytree(deployment.cache, snapshot)
+    return Primed(
+        deployment,
+        first,
+        records,
+        deployment.module.read_bytes(),
+        (module.st_atime_ns, module.st_mtime_ns),
+        deployment.info.stat().st_mtime_ns,
+        snapshot,
+    )
+
+
 @pytest.fixture
-def deployment(plugin_site: Callable[..., Path], tmp_path: Path) -> Deployment:
-    return Deployment(plugin_site, tmp_path)
+def deployment(primed: Primed) -> Iterator[Deployment]:
+    """The primed deployment: its record is the one its first start wrote."""
+    yield primed.restore()
+
+
+@pytest.fixture
+def unprimed(tmp_path: Path) -> Deployment:
+    """A deployment never started: no record yet."""
+    return Deployment(tmp_path)
 
 
 def greet(server: StdioServer) -> Any:
@@ -212,11 +277,11 @@ def greet(server: StdioServer) -> Any:
 
 
 def test_a_second_start_answers_from_the_record_before_importing_and_byte_for_byte(
-    deployment: Deployment,
+    primed: Primed, deployment: Deployment
 ):
-    first, _ = deployment.start()
+    first = primed.first
     assert not first.early and first.tool_names() == ["gateway_status", "greet"]
-    assert len(deployment.records()) == 1
+    assert primed.records_after_first == 1
     second, answer = deployment.start(then=greet)
     assert second.early
     assert second == Start(first.initialize, first.tools, first.prompts, early=True)
@@ -229,7 +294,6 @@ def test_a_second_start_answers_from_the_record_before_importing_and_byte_for_by
 def test_the_stateless_protocol_gets_the_same_listing_from_the_record(deployment: Deployment):
     """Claude Code speaks the stateless protocol (``server/discover``, no ``initialize``), whose
     results the SDK checks against their models."""
-    deployment.start()
     uncached, _ = deployment.start(protocol=STATELESS, MCP_GATEWAY_SCHEMA_CACHE="false")
     assert not uncached.early and b'"greet"' in uncached.tools
     recorded, _ = deployment.start(protocol=STATELESS)
@@ -237,7 +301,6 @@ def test_the_stateless_protocol_gets_the_same_listing_from_the_record(deployment
 
 
 def test_an_edited_plugin_is_never_listed_from_the_record(deployment: Deployment):
-    deployment.start()
     deployment.edit('f"Say {plugin', 'f"Now say {plugin')
     edited, _ = deployment.start()
     assert not edited.early
@@ -247,20 +310,20 @@ def test_an_edited_plugin_is_never_listed_from_the_record(deployment: Deployment
 
 
 def test_a_reinstalled_plugin_is_never_listed_from_the_record(deployment: Deployment):
-    deployment.start()
     stat = deployment.module.stat()
     info = next(deployment.site.glob("recorded_plugin-*.dist-info"))
     shutil.rmtree(info)
     # The same files, even their times; only the installation is new.
-    deployment.install("recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
+    deployment.install()
     os.utime(deployment.module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert not deployment.start()[0].early
     assert deployment.start()[0].early
 
 
 def test_settings_variables_count_secret_ones_unwritten_and_others_do_not(
-    deployment: Deployment,
+    unprimed: Deployment,
 ):
+    deployment = unprimed
     secret = {"RECORDED_TOKEN": "s3cr3t-token-value"}
     deployment.start(**secret)
     (record,) = deployment.records()
@@ -281,8 +344,6 @@ def test_settings_variables_count_secret_ones_unwritten_and_others_do_not(
 def test_a_listing_the_key_could_not_foresee_is_corrected_and_the_client_told(
     deployment: Deployment,
 ):
-    deployment.start()
-
     def relist(server: StdioServer) -> list[str]:
         # After loading, the gateway sees the tool the record lacks and says so.
         while True:
@@ -300,8 +361,8 @@ def test_a_listing_the_key_could_not_foresee_is_corrected_and_the_client_told(
     assert fresh.early and fresh.tool_names() == names
 
 
-def test_a_corrupt_record_is_not_used_and_is_replaced(deployment: Deployment):
-    first, _ = deployment.start()
+def test_a_corrupt_record_is_not_used_and_is_replaced(primed: Primed, deployment: Deployment):
+    first = primed.first
     (record,) = deployment.records()
     for content in ["{not json", '{"format": 1, "digest": "x"}']:
         record.write_text(content)
@@ -312,7 +373,6 @@ def test_a_corrupt_record_is_not_used_and_is_replaced(deployment: Deployment):
 
 
 def test_a_call_before_any_listing_loads_the_plugins_at_once(deployment: Deployment):
-    deployment.start()
     deployment.gate.touch()
     with StdioServer(deployment.tmp, deployment.env()) as server:
         assert server.call("greet", {"name": "Bo"})["structuredContent"] == {"text": "hello, Bo"}
