@@ -9,7 +9,6 @@ from an earlier run is still the one under test.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import sys
@@ -22,8 +21,9 @@ REFRESH_SECONDS = 7 * 24 * 3600  # look for a newer release once a week
 
 
 def cache_dir(name: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcp-plugin-gateway-tests" / name
+    # The user's cache folder, not $XDG_CACHE_HOME: the test command and the tests point that
+    # at a throw-away folder for the gateways under test, which would install anew every run.
+    return Path.home() / ".cache" / "mcp-plugin-gateway-tests" / name
 
 
 @contextlib.contextmanager
