@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import gateway_env, write_dist
+from wire import FolderCopies
 
 # The tests share one deployment and its first start (see ``primed``): one worker runs them.
 pytestmark = pytest.mark.xdist_group("schema_cache")
@@ -138,38 +139,32 @@ class Deployment:
 
 @dataclass
 class Primed:
-    """A deployment after its first start (which wrote the entry), and a copy of its plugin's
-    folder and its cache as that start left them (files and folders with their times)."""
+    """A deployment after its first start (which wrote the entry), and copies of its plugin's
+    folder and its cache as that start left them."""
 
     deployment: Deployment
     first: dict[str, Any]
     entries_after_first: int
-    copies: Path
-
-    def restore(self) -> Deployment:
-        for folder in (self.deployment.site, self.deployment.cache):
-            shutil.rmtree(folder)
-            # copytree copies each file's and folder's times, as the entry's key sees them
-            shutil.copytree(self.copies / folder.name, folder)
-        return self.deployment
+    copies: FolderCopies
 
 
 @pytest.fixture(scope="module")
 def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
     """Most tests are about a start after a first one: that first start is made once, and each
-    test gets the deployment back exactly as it left it."""
+    test gets the deployment back exactly as it left it (same paths, same files and times)."""
     deployment = Deployment(tmp_path_factory.mktemp("cached"))
     first = deployment.start()
-    copies = tmp_path_factory.mktemp("cached-copies")
-    for folder in (deployment.site, deployment.cache):
-        shutil.copytree(folder, copies / folder.name)
+    copies = FolderCopies(
+        [deployment.site, deployment.cache], tmp_path_factory.mktemp("cached-copies")
+    )
     return Primed(deployment, first, len(deployment.entries()), copies)
 
 
 @pytest.fixture
 def deployment(primed: Primed) -> Iterator[Deployment]:
     """The primed deployment: its entry is the one its first start wrote."""
-    yield primed.restore()
+    primed.copies.restore()
+    yield primed.deployment
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import gateway_env, write_dist
-from wire import INIT, StdioServer
+from wire import INIT, FolderCopies, StdioServer
 
 # The tests share one deployment and its first start (see ``primed``): one worker runs them.
 pytestmark = pytest.mark.xdist_group("start_record")
@@ -109,7 +109,6 @@ class Deployment:
         self.site = tmp / "site"
         self.install()
         self.module = self.site / "recorded_plugin.py"
-        self.info = self.site / "recorded_plugin-1.2.3.dist-info"
         self.cache = tmp / "cache"
         self.gate = tmp / "gate"
         self.waiting = tmp / "waiting"
@@ -214,56 +213,32 @@ def _collect(
 
 @dataclass
 class Primed:
-    """A deployment after its first start (which wrote the record), and how to put it back:
-    the plugin's file (content and times), its ``.dist-info`` folder's time, the cache."""
+    """A deployment after its first start (which wrote the record), and copies of its plugin's
+    folder and its cache as that start left them."""
 
     deployment: Deployment
     first: Start
     records_after_first: int
-    module: bytes
-    module_times: tuple[int, int]
-    info_mtime: int
-    cache: Path
-
-    def restore(self) -> Deployment:
-        d = self.deployment
-        if not d.info.is_dir():
-            d.install()
-        if d.module.read_bytes() != self.module:
-            d.module.write_bytes(self.module)
-        os.utime(d.module, ns=self.module_times)
-        os.utime(d.info, ns=(self.info_mtime, self.info_mtime))
-        shutil.rmtree(d.cache)
-        shutil.copytree(self.cache, d.cache)
-        return d
+    copies: FolderCopies
 
 
 @pytest.fixture(scope="module")
 def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
     """Most tests are about a start after a first one: that first start is made once, and each
-    test gets its deployment back exactly as it left it (every input of the record's key,
-    the folders and paths included, as they were; the record and schema cache as written)."""
+    test gets the deployment back exactly as it left it (same paths, same files and times)."""
     deployment = Deployment(tmp_path_factory.mktemp("recorded"))
     first, _ = deployment.start()
-    records = len(deployment.records())
-    module = deployment.module.stat()
-    snapshot = deployment.tmp.parent / f"{deployment.tmp.name}-cache"
-    shutil.copytree(deployment.cache, snapshot)
-    return Primed(
-        deployment,
-        first,
-        records,
-        deployment.module.read_bytes(),
-        (module.st_atime_ns, module.st_mtime_ns),
-        deployment.info.stat().st_mtime_ns,
-        snapshot,
+    copies = FolderCopies(
+        [deployment.site, deployment.cache], tmp_path_factory.mktemp("recorded-copies")
     )
+    return Primed(deployment, first, len(deployment.records()), copies)
 
 
 @pytest.fixture
 def deployment(primed: Primed) -> Iterator[Deployment]:
     """The primed deployment: its record is the one its first start wrote."""
-    yield primed.restore()
+    primed.copies.restore()
+    yield primed.deployment
 
 
 @pytest.fixture
