@@ -112,6 +112,8 @@ class Deployment:
         self.cache = tmp / "cache"
         self.gate = tmp / "gate"
         self.waiting = tmp / "waiting"
+        #: the last start's messages without an id (notifications) read with its answers
+        self.notices: list[dict[str, Any]] = []
 
     def install(self) -> None:
         write_dist(self.site, "recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
@@ -143,6 +145,7 @@ class Deployment:
         whether the listing came before the import began."""
         self.gate.unlink(missing_ok=True)
         self.waiting.unlink(missing_ok=True)
+        self.notices = []
         with StdioServer(self.tmp, self.env(**extra), initialize=False) as server:
             for message in handshake(protocol):
                 server.send(message)
@@ -153,13 +156,13 @@ class Deployment:
                 # A start from a record writes its listing before the import begins: once
                 # the import waits, whatever listing was sent is already readable.
                 waiting = self.waiting.exists()
-                _collect(server, lines, timeout=0 if waiting else 0.05)
+                _collect(server, lines, self.notices, timeout=0 if waiting else 0.05)
                 if waiting:
                     break
             early = 2 in lines
             self.gate.touch()
             while len(lines) < 3:
-                _collect(server, lines, timeout=20, block=True)
+                _collect(server, lines, self.notices, timeout=20, block=True)
             result = then(server) if then is not None else None
         return Start(lines[1], lines[2], lines[3], early), result
 
@@ -197,16 +200,24 @@ def handshake(protocol: str) -> list[dict[str, Any]]:
 
 
 def _collect(
-    server: StdioServer, lines: dict[int, bytes], timeout: float, block: bool = False
+    server: StdioServer,
+    lines: dict[int, bytes],
+    notices: list[dict[str, Any]],
+    timeout: float,
+    block: bool = False,
 ) -> None:
-    """Read the answers that are there (or, with ``block``, the next one) by their id."""
+    """Read the answers that are there (or, with ``block``, the next one) by their id, and
+    keep any notification read on the way in ``notices``."""
     assert server.proc.stdout is not None
     fd = server.proc.stdout.fileno()
     while block or select.select([fd], [], [], timeout)[0] or b"\n" in server._buffer:
         line = server.read_line(timeout=20)
-        ident = json.loads(line).get("id")
+        message = json.loads(line)
+        ident = message.get("id")
         if isinstance(ident, int):
             lines[ident] = line
+        else:
+            notices.append(message)
         if block:
             return
 
@@ -320,11 +331,12 @@ def test_a_listing_the_key_could_not_foresee_is_corrected_and_the_client_told(
     deployment: Deployment,
 ):
     def relist(server: StdioServer) -> list[str]:
-        # After loading, the gateway sees the tool the record lacks and says so.
-        while True:
-            message = server.read_message()
-            if message.get("method") == "notifications/tools/list_changed":
-                break
+        # After loading, the gateway sees the tool the record lacks and says so: on a busy
+        # machine the plugins may load before the prompts/list request is read, and the notice
+        # then comes before that answer (read with the listings).
+        seen = deployment.notices
+        while not any(m.get("method") == "notifications/tools/list_changed" for m in seen):
+            seen.append(server.read_message())
         answer = server.request("tools/list")
         return [t["name"] for t in answer["result"]["tools"]]
 
