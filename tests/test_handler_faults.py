@@ -54,20 +54,33 @@ async def test_cancelling_the_call_still_cancels_the_handler(faults, tmp_path):
     assert faults.STATE["cancelled"] == 2
 
 
-def _params(tmp_path) -> StdioServerParameters:
-    env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="faults")
+def _params(tmp_path, plugins: str = "faults") -> StdioServerParameters:
+    env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS=plugins)
     return StdioServerParameters(
         command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env
     )
 
 
+CHECK_EXITS = """
+from gateway import HealthCheck, hookimpl
+
+async def boom():
+    raise SystemExit(3)
+
+@hookimpl
+def register_health_checks(register):
+    register(HealthCheck(name="boom", check=boom))
+"""
+
+
 @pytest.mark.e2e
 @pytest.mark.anyio
-async def test_the_stdio_server_survives_every_faulty_handler_and_honours_cancellation(
-    faults, tmp_path
+async def test_the_stdio_server_survives_faulty_handlers_and_health_checks_and_honours_cancellation(
+    faults, plugin_site, tmp_path
 ):
+    plugin_site("gwfx-hcexit", {"hcexit": "gwfx_hcexit"}, {"gwfx_hcexit": CHECK_EXITS})
     with anyio.fail_after(60):
-        async with Client(_params(tmp_path), mode="legacy") as client:
+        async with Client(_params(tmp_path, "faults,hcexit"), mode="legacy") as client:
             for tool in FAULTY:
                 error = tool_error(await client.call_tool(tool, {}))
                 assert error["code"] == "INTERNAL_ERROR", tool
@@ -75,6 +88,12 @@ async def test_the_stdio_server_survives_every_faulty_handler_and_honours_cancel
                 await client.call_tool("faults_sleep", {})  # cancelled by the client
             status = await client.call_tool("gateway_status", {"check_health": False})
             assert not status.is_error
+            # A health check raising SystemExit is a failed check, not the end.
+            checked = (await client.call_tool("gateway_status", {})).structured_content
+            assert checked is not None
+            [check] = next(p for p in checked["plugins"] if p["name"] == "hcexit")["health"]
+            assert check["status"] == "failed" and check["detail"] == "SystemExit"
+            assert (await client.list_tools()).tools  # still serving
 
 
 def _rpc(proc: subprocess.Popen[bytes], id_: int, method: str, params: dict) -> None:
@@ -127,45 +146,3 @@ def test_the_stdio_server_still_shuts_down_during_a_call(faults, tmp_path, how):
             proc.kill()
             proc.wait()
     assert proc.returncode is not None
-
-
-@pytest.mark.e2e
-def test_a_health_check_raising_system_exit_is_a_failed_check_not_the_end(plugin_site, tmp_path):
-    check_exits = """
-from gateway import HealthCheck, hookimpl
-
-async def boom():
-    raise SystemExit(3)
-
-@hookimpl
-def register_health_checks(register):
-    register(HealthCheck(name="boom", check=boom))
-"""
-    plugin_site("gwfx-hcexit", {"hcexit": "gwfx_hcexit"}, {"gwfx_hcexit": check_exits})
-    env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="hcexit")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        init = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        }
-        _rpc(proc, 1, "initialize", init)
-        proc.stdout.readline()
-        _rpc(proc, 2, "tools/call", {"name": "gateway_status", "arguments": {}})
-        status = json.loads(proc.stdout.readline())["result"]["structuredContent"]
-        [check] = next(p for p in status["plugins"] if p["name"] == "hcexit")["health"]
-        assert check["status"] == "failed" and check["detail"] == "SystemExit"
-        _rpc(proc, 3, "tools/list", {})
-        assert json.loads(proc.stdout.readline())["id"] == 3  # still serving
-    finally:
-        proc.kill()
-        proc.wait()

@@ -14,12 +14,17 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gateway_env
+from conftest import gateway_env, write_dist
+from wire import FolderCopies
+
+# The tests share one deployment and its first start (see ``primed``): one worker runs them.
+pytestmark = pytest.mark.xdist_group("schema_cache")
 
 START = """
 import json, sys
@@ -82,17 +87,27 @@ def register_tools(register: Any, plugin: Any) -> None:
 
 
 class Deployment:
-    """One installed test plugin, a cache folder, and fresh starts of the gateway."""
+    """The test plugin, installed as a real distribution on the starts' ``PYTHONPATH``, a
+    cache folder, and fresh starts of the gateway."""
 
-    def __init__(self, install: Callable[..., Path], tmp: Path) -> None:
-        self.install = install
+    def __init__(self, tmp: Path) -> None:
         self.cache = tmp / "cache"
-        self.site = install("cached-plugin", {"cached": "cached_plugin"}, {"cached_plugin": PLUGIN})
+        self.site = tmp / "site"
+        self.install()
         self.module = self.site / "cached_plugin.py"
         self.info = self.site / "cached_plugin-1.2.3.dist-info"
 
+    def install(self, source: str = PLUGIN) -> None:
+        write_dist(
+            self.site, "cached-plugin", {"cached": "cached_plugin"}, {"cached_plugin": source}
+        )
+
     def env(self, **extra: str) -> dict[str, str]:
-        env = gateway_env(MCP_GATEWAY_PLUGINS="cached", XDG_CACHE_HOME=str(self.cache))
+        env = gateway_env(
+            PYTHONPATH=os.pathsep.join([str(self.site), os.environ.get("PYTHONPATH", "")]),
+            MCP_GATEWAY_PLUGINS="cached",
+            XDG_CACHE_HOME=str(self.cache),
+        )
         # Python's own .pyc check sees whole seconds and the size: a module edited within the
         # second it was compiled, at the same size, would be imported as it was.
         env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -122,9 +137,40 @@ class Deployment:
         self.module.write_text(text.replace(old, new))
 
 
+@dataclass
+class Primed:
+    """A deployment after its first start (which wrote the entry), and copies of its plugin's
+    folder and its cache as that start left them."""
+
+    deployment: Deployment
+    first: dict[str, Any]
+    entries_after_first: int
+    copies: FolderCopies
+
+
+@pytest.fixture(scope="module")
+def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
+    """Most tests are about a start after a first one: that first start is made once, and each
+    test gets the deployment back exactly as it left it (same paths, same files and times)."""
+    deployment = Deployment(tmp_path_factory.mktemp("cached"))
+    first = deployment.start()
+    copies = FolderCopies(
+        [deployment.site, deployment.cache], tmp_path_factory.mktemp("cached-copies")
+    )
+    return Primed(deployment, first, len(deployment.entries()), copies)
+
+
 @pytest.fixture
-def deployment(plugin_site: Callable[..., Path], tmp_path: Path) -> Deployment:
-    return Deployment(plugin_site, tmp_path)
+def deployment(primed: Primed) -> Iterator[Deployment]:
+    """The primed deployment: its entry is the one its first start wrote."""
+    primed.copies.restore()
+    yield primed.deployment
+
+
+@pytest.fixture
+def unprimed(tmp_path: Path) -> Deployment:
+    """A deployment never started: no entry yet."""
+    return Deployment(tmp_path)
 
 
 def props(result: dict[str, Any], tool: str) -> dict[str, Any]:
@@ -132,10 +178,12 @@ def props(result: dict[str, Any], tool: str) -> dict[str, Any]:
     return schema
 
 
-def test_a_second_start_reuses_the_schemas_and_publishes_the_same(deployment: Deployment):
-    first = deployment.start()
+def test_a_second_start_reuses_the_schemas_and_publishes_the_same(
+    primed: Primed, deployment: Deployment
+):
+    first = primed.first
     assert first["built"] == ["echo", "paint"]
-    assert len(deployment.entries()) == 1
+    assert primed.entries_after_first == 1
     second = deployment.start()
     assert second["tools"] == first["tools"]
     assert second["built"] == ["paint"]  # echo from the cache (paint is made at registration)
@@ -144,7 +192,6 @@ def test_a_second_start_reuses_the_schemas_and_publishes_the_same(deployment: De
 
 
 def test_an_edited_model_is_never_served_from_the_cache(deployment: Deployment):
-    deployment.start()
     # Same size, so only the file's modification time tells the change.
     deployment.edit(
         'x: int = Field(description="A number.")', 'z: int = Field(description="A number.")'
@@ -155,7 +202,6 @@ def test_an_edited_model_is_never_served_from_the_cache(deployment: Deployment):
 
 
 def test_a_bumped_version_or_a_reinstall_builds_the_schemas_again(deployment: Deployment):
-    deployment.start()
     stat = deployment.module.stat()
     bumped = deployment.site / "cached_plugin-1.2.4.dist-info"
     deployment.info.rename(bumped)
@@ -164,13 +210,13 @@ def test_a_bumped_version_or_a_reinstall_builds_the_schemas_again(deployment: De
     assert deployment.start()["built"] == ["paint"]
     # Reinstalled: the same version and files (even their times), a new .dist-info folder.
     shutil.rmtree(bumped)
-    deployment.install("cached-plugin", {"cached": "cached_plugin"}, {"cached_plugin": PLUGIN})
+    deployment.install()
     os.utime(deployment.module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert deployment.start()["built"] == ["echo", "paint"]
 
 
-def test_settings_that_change_a_model_change_its_schema(deployment: Deployment):
-    red = deployment.start()
+def test_settings_that_change_a_model_change_its_schema(primed: Primed, deployment: Deployment):
+    red = primed.first
     assert props(red, "paint")["colour"]["enum"] == ["red", "yellow"]
     blue = deployment.start(CACHED_COLOURS="blue,green")
     assert props(blue, "paint")["colour"]["enum"] == ["blue", "green"]
@@ -187,8 +233,10 @@ def test_settings_that_change_a_model_change_its_schema(deployment: Deployment):
     ],
     ids=["truncated", "empty", "other-key", "not-utf8"],
 )
-def test_a_corrupt_entry_is_never_served_and_is_replaced(deployment: Deployment, content: str):
-    first = deployment.start()
+def test_a_corrupt_entry_is_never_served_and_is_replaced(
+    primed: Primed, deployment: Deployment, content: str
+):
+    first = primed.first
     (entry,) = deployment.entries()
     entry.write_bytes(content.encode("utf-8", "surrogateescape"))
     again = deployment.start()
@@ -197,8 +245,8 @@ def test_a_corrupt_entry_is_never_served_and_is_replaced(deployment: Deployment,
     assert deployment.start()["built"] == ["paint"]
 
 
-def test_an_entry_that_does_not_fit_the_tools_is_not_used(deployment: Deployment):
-    first = deployment.start()
+def test_an_entry_that_does_not_fit_the_tools_is_not_used(primed: Primed, deployment: Deployment):
+    first = primed.first
     (entry,) = deployment.entries()
     data = json.loads(entry.read_text())
     data["tools"]["echo"]["input"] = "not a schema"
@@ -208,7 +256,8 @@ def test_an_entry_that_does_not_fit_the_tools_is_not_used(deployment: Deployment
     assert again["tools"] == first["tools"] and again["built"] == ["echo", "paint"]
 
 
-def test_a_cache_that_cannot_be_written_costs_only_the_reuse(deployment: Deployment):
+def test_a_cache_that_cannot_be_written_costs_only_the_reuse(unprimed: Deployment):
+    deployment = unprimed
     deployment.cache.write_text("a file where the cache folder would go")
     first = deployment.start()
     second = deployment.start()
@@ -216,7 +265,8 @@ def test_a_cache_that_cannot_be_written_costs_only_the_reuse(deployment: Deploym
     assert deployment.cache.read_text() == "a file where the cache folder would go"
 
 
-def test_concurrent_first_starts_agree_and_leave_one_whole_entry(deployment: Deployment):
+def test_concurrent_first_starts_agree_and_leave_one_whole_entry(unprimed: Deployment):
+    deployment = unprimed
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", START],
@@ -271,7 +321,6 @@ def test_the_first_call_of_a_deferred_model_is_as_strict(deployment: Deployment)
         assert proc.returncode == 0, proc.stderr[-2000:]
         return list(json.loads(proc.stdout))
 
-    deployment.start()
     cached = calls()  # the models build on these first calls
     uncached = calls(MCP_GATEWAY_SCHEMA_CACHE="false")
     assert cached == uncached
@@ -288,8 +337,9 @@ UNDUMPABLE = PLUGIN.replace(
 ).replace("from pydantic import BaseModel,", "from pydantic import SecretStr, BaseModel,")
 
 
-def test_settings_that_cannot_be_keyed_cost_only_the_reuse(deployment: Deployment):
-    deployment.install("cached-plugin", {"cached": "cached_plugin"}, {"cached_plugin": UNDUMPABLE})
+def test_settings_that_cannot_be_keyed_cost_only_the_reuse(unprimed: Deployment):
+    deployment = unprimed
+    deployment.install(UNDUMPABLE)
     first = deployment.start()
     assert first["built"] == ["echo", "paint"] and deployment.entries() == []
     assert deployment.start()["tools"] == first["tools"]

@@ -14,14 +14,17 @@ import os
 import select
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gateway_env
-from wire import INIT, StdioServer
+from conftest import gateway_env, write_dist
+from wire import INIT, FolderCopies, StdioServer
+
+# The tests share one deployment and its first start (see ``primed``): one worker runs them.
+pytestmark = pytest.mark.xdist_group("start_record")
 
 PLUGIN = """
 from __future__ import annotations
@@ -98,21 +101,29 @@ class Start:
 
 
 class Deployment:
-    """The gated test plugin, a cache folder, and fresh stdio starts of the gateway."""
+    """The gated test plugin, installed as a real distribution on the gateways' ``PYTHONPATH``,
+    a cache folder, and fresh stdio starts of the gateway."""
 
-    def __init__(self, install: Callable[..., Path], tmp: Path) -> None:
-        self.install = install
+    def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.site = install("recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
+        self.site = tmp / "site"
+        self.install()
         self.module = self.site / "recorded_plugin.py"
+        self.cache = tmp / "cache"
         self.gate = tmp / "gate"
         self.waiting = tmp / "waiting"
+        #: the last start's messages without an id (notifications) read with its answers
+        self.notices: list[dict[str, Any]] = []
+
+    def install(self) -> None:
+        write_dist(self.site, "recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
 
     def env(self, **extra: str) -> dict[str, str]:
         return gateway_env(
+            PYTHONPATH=os.pathsep.join([str(self.site), os.environ.get("PYTHONPATH", "")]),
             MCP_GATEWAY_PLUGINS="recorded",
             MCP_GATEWAY_LOAD_TIMEOUT="60",
-            XDG_CACHE_HOME=str(self.tmp / "cache"),
+            XDG_CACHE_HOME=str(self.cache),
             RECORDED_GATE=str(self.gate),
             RECORDED_WAITING=str(self.waiting),
             # Python's own .pyc check sees whole seconds and the size (see test_schema_cache).
@@ -121,7 +132,7 @@ class Deployment:
         )
 
     def records(self) -> list[Path]:
-        return sorted((self.tmp / "cache" / "mcp-gateway" / "starts").glob("start-*.json"))
+        return sorted((self.cache / "mcp-gateway" / "starts").glob("start-*.json"))
 
     def start(
         self,
@@ -134,6 +145,7 @@ class Deployment:
         whether the listing came before the import began."""
         self.gate.unlink(missing_ok=True)
         self.waiting.unlink(missing_ok=True)
+        self.notices = []
         with StdioServer(self.tmp, self.env(**extra), initialize=False) as server:
             for message in handshake(protocol):
                 server.send(message)
@@ -144,13 +156,13 @@ class Deployment:
                 # A start from a record writes its listing before the import begins: once
                 # the import waits, whatever listing was sent is already readable.
                 waiting = self.waiting.exists()
-                _collect(server, lines, timeout=0 if waiting else 0.05)
+                _collect(server, lines, self.notices, timeout=0 if waiting else 0.05)
                 if waiting:
                     break
             early = 2 in lines
             self.gate.touch()
             while len(lines) < 3:
-                _collect(server, lines, timeout=20, block=True)
+                _collect(server, lines, self.notices, timeout=20, block=True)
             result = then(server) if then is not None else None
         return Start(lines[1], lines[2], lines[3], early), result
 
@@ -188,23 +200,62 @@ def handshake(protocol: str) -> list[dict[str, Any]]:
 
 
 def _collect(
-    server: StdioServer, lines: dict[int, bytes], timeout: float, block: bool = False
+    server: StdioServer,
+    lines: dict[int, bytes],
+    notices: list[dict[str, Any]],
+    timeout: float,
+    block: bool = False,
 ) -> None:
-    """Read the answers that are there (or, with ``block``, the next one) by their id."""
+    """Read the answers that are there (or, with ``block``, the next one) by their id, and
+    keep any notification read on the way in ``notices``."""
     assert server.proc.stdout is not None
     fd = server.proc.stdout.fileno()
     while block or select.select([fd], [], [], timeout)[0] or b"\n" in server._buffer:
         line = server.read_line(timeout=20)
-        ident = json.loads(line).get("id")
+        message = json.loads(line)
+        ident = message.get("id")
         if isinstance(ident, int):
             lines[ident] = line
+        else:
+            notices.append(message)
         if block:
             return
 
 
+@dataclass
+class Primed:
+    """A deployment after its first start (which wrote the record), and copies of its plugin's
+    folder and its cache as that start left them."""
+
+    deployment: Deployment
+    first: Start
+    records_after_first: int
+    copies: FolderCopies
+
+
+@pytest.fixture(scope="module")
+def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
+    """Most tests are about a start after a first one: that first start is made once, and each
+    test gets the deployment back exactly as it left it (same paths, same files and times)."""
+    deployment = Deployment(tmp_path_factory.mktemp("recorded"))
+    first, _ = deployment.start()
+    copies = FolderCopies(
+        [deployment.site, deployment.cache], tmp_path_factory.mktemp("recorded-copies")
+    )
+    return Primed(deployment, first, len(deployment.records()), copies)
+
+
 @pytest.fixture
-def deployment(plugin_site: Callable[..., Path], tmp_path: Path) -> Deployment:
-    return Deployment(plugin_site, tmp_path)
+def deployment(primed: Primed) -> Iterator[Deployment]:
+    """The primed deployment: its record is the one its first start wrote."""
+    primed.copies.restore()
+    yield primed.deployment
+
+
+@pytest.fixture
+def unprimed(tmp_path: Path) -> Deployment:
+    """A deployment never started: no record yet."""
+    return Deployment(tmp_path)
 
 
 def greet(server: StdioServer) -> Any:
@@ -212,11 +263,11 @@ def greet(server: StdioServer) -> Any:
 
 
 def test_a_second_start_answers_from_the_record_before_importing_and_byte_for_byte(
-    deployment: Deployment,
+    primed: Primed, deployment: Deployment
 ):
-    first, _ = deployment.start()
+    first = primed.first
     assert not first.early and first.tool_names() == ["gateway_status", "greet"]
-    assert len(deployment.records()) == 1
+    assert primed.records_after_first == 1
     second, answer = deployment.start(then=greet)
     assert second.early
     assert second == Start(first.initialize, first.tools, first.prompts, early=True)
@@ -229,7 +280,6 @@ def test_a_second_start_answers_from_the_record_before_importing_and_byte_for_by
 def test_the_stateless_protocol_gets_the_same_listing_from_the_record(deployment: Deployment):
     """Claude Code speaks the stateless protocol (``server/discover``, no ``initialize``), whose
     results the SDK checks against their models."""
-    deployment.start()
     uncached, _ = deployment.start(protocol=STATELESS, MCP_GATEWAY_SCHEMA_CACHE="false")
     assert not uncached.early and b'"greet"' in uncached.tools
     recorded, _ = deployment.start(protocol=STATELESS)
@@ -237,7 +287,6 @@ def test_the_stateless_protocol_gets_the_same_listing_from_the_record(deployment
 
 
 def test_an_edited_plugin_is_never_listed_from_the_record(deployment: Deployment):
-    deployment.start()
     deployment.edit('f"Say {plugin', 'f"Now say {plugin')
     edited, _ = deployment.start()
     assert not edited.early
@@ -247,20 +296,20 @@ def test_an_edited_plugin_is_never_listed_from_the_record(deployment: Deployment
 
 
 def test_a_reinstalled_plugin_is_never_listed_from_the_record(deployment: Deployment):
-    deployment.start()
     stat = deployment.module.stat()
     info = next(deployment.site.glob("recorded_plugin-*.dist-info"))
     shutil.rmtree(info)
     # The same files, even their times; only the installation is new.
-    deployment.install("recorded-plugin", {"recorded": "recorded_plugin"}, PLUGINS)
+    deployment.install()
     os.utime(deployment.module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert not deployment.start()[0].early
     assert deployment.start()[0].early
 
 
 def test_settings_variables_count_secret_ones_unwritten_and_others_do_not(
-    deployment: Deployment,
+    unprimed: Deployment,
 ):
+    deployment = unprimed
     secret = {"RECORDED_TOKEN": "s3cr3t-token-value"}
     deployment.start(**secret)
     (record,) = deployment.records()
@@ -281,14 +330,13 @@ def test_settings_variables_count_secret_ones_unwritten_and_others_do_not(
 def test_a_listing_the_key_could_not_foresee_is_corrected_and_the_client_told(
     deployment: Deployment,
 ):
-    deployment.start()
-
     def relist(server: StdioServer) -> list[str]:
-        # After loading, the gateway sees the tool the record lacks and says so.
-        while True:
-            message = server.read_message()
-            if message.get("method") == "notifications/tools/list_changed":
-                break
+        # After loading, the gateway sees the tool the record lacks and says so: on a busy
+        # machine the plugins may load before the prompts/list request is read, and the notice
+        # then comes before that answer (read with the listings).
+        seen = deployment.notices
+        while not any(m.get("method") == "notifications/tools/list_changed" for m in seen):
+            seen.append(server.read_message())
         answer = server.request("tools/list")
         return [t["name"] for t in answer["result"]["tools"]]
 
@@ -300,8 +348,8 @@ def test_a_listing_the_key_could_not_foresee_is_corrected_and_the_client_told(
     assert fresh.early and fresh.tool_names() == names
 
 
-def test_a_corrupt_record_is_not_used_and_is_replaced(deployment: Deployment):
-    first, _ = deployment.start()
+def test_a_corrupt_record_is_not_used_and_is_replaced(primed: Primed, deployment: Deployment):
+    first = primed.first
     (record,) = deployment.records()
     for content in ["{not json", '{"format": 1, "digest": "x"}']:
         record.write_text(content)
@@ -312,7 +360,6 @@ def test_a_corrupt_record_is_not_used_and_is_replaced(deployment: Deployment):
 
 
 def test_a_call_before_any_listing_loads_the_plugins_at_once(deployment: Deployment):
-    deployment.start()
     deployment.gate.touch()
     with StdioServer(deployment.tmp, deployment.env()) as server:
         assert server.call("greet", {"name": "Bo"})["structuredContent"] == {"text": "hello, Bo"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -135,6 +136,22 @@ class StdioServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class FolderCopies:
+    """Copies of folders (each file and folder with its times, as the gateway's caches key them)
+    to put back: tests that share what one start left behind each get it as it was."""
+
+    def __init__(self, folders: list[Path], where: Path) -> None:
+        self.folders = folders
+        self.where = where
+        for folder in folders:
+            shutil.copytree(folder, where / folder.name)
+
+    def restore(self) -> None:
+        for folder in self.folders:
+            shutil.rmtree(folder)
+            shutil.copytree(self.where / folder.name, folder)
 
 
 def run_cli(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
