@@ -273,7 +273,8 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
     found = _SCHEMAS.get(model)
     if found is None:
         found = _SCHEMAS[model] = compact_schema(model.model_json_schema())
-    return _copied(found)  # callers own what they get
+    copied: dict[str, Any] = _copied(found)  # callers own what they get
+    return copied
 
 
 def _copied(value: Any) -> Any:
