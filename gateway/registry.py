@@ -7,7 +7,6 @@ cannot drift from what the pipeline enforces.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import weakref
@@ -274,7 +273,18 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
     found = _SCHEMAS.get(model)
     if found is None:
         found = _SCHEMAS[model] = compact_schema(model.model_json_schema())
-    return copy.deepcopy(found)  # callers own what they get
+    copied: dict[str, Any] = _copied(found)  # callers own what they get
+    return copied
+
+
+def _copied(value: Any) -> Any:
+    """A copy of JSON data: what ``copy.deepcopy`` gives for it, several times faster (it
+    copied every tool's schemas for each gateway built, a third of the build's time)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
 
 
 def build_tool(

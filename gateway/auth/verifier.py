@@ -27,6 +27,7 @@ from jwt.exceptions import (
 )
 from mcp.server.auth.provider import AccessToken
 
+from ..tls import tls_context
 from .claims import TokenRejected, audience_matches, identity_from_claims
 from .fetch import IssuerUnavailable
 from .identity import Identity
@@ -77,7 +78,9 @@ class OAuthVerifier:
         self.resource = resource
         self.audiences = config.audiences(resource)
         self._own_http = http is None
-        self.http = http or httpx.AsyncClient(timeout=config.http_timeout, follow_redirects=False)
+        self.http = http or httpx.AsyncClient(
+            timeout=config.http_timeout, follow_redirects=False, verify=tls_context()
+        )
         self.keys = KeySet(config, self.http)
         self.introspector = (
             Introspector(config, config.introspection, self.audiences, self.http, self._endpoint)

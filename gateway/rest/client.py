@@ -27,6 +27,7 @@ import httpx
 from ..callstate import note_cancelled_waiting
 from ..errors import ErrorCode, GatewayError, Sanitizer
 from ..telemetry import current
+from ..tls import tls_context
 from .backend import RestBackend
 from .body import (
     ACCEPT_ENCODING,
@@ -104,7 +105,7 @@ class RestClient:
                 max_keepalive_connections=settings.max_concurrency,
             ),
             follow_redirects=False,  # followed here, within the origin, for reads only
-            verify=settings.verify_tls,
+            verify=tls_context(settings.verify_tls),
         )
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
         self._hint = (

@@ -26,6 +26,7 @@ import contextlib
 import fnmatch
 import functools
 import json
+import os
 import socket
 import struct
 import threading
@@ -605,11 +606,14 @@ class RecordedBackend(FakeBackend):
         if self.directory is None:
             raise FileNotFoundError(f"no recording file {name} (and no directory to look in)")
         pattern = str(name) if str(name).endswith(".json") else f"{name}.json"
-        found = sorted(
-            p
-            for p in self.directory.iterdir()
-            if p.is_file() and fnmatch.fnmatchcase(p.name, pattern)
-        )
+        # Names first, and the file type from the directory entry: a stat per file of a
+        # directory of hundreds of recordings, for every name loaded, added up.
+        with os.scandir(self.directory) as entries:
+            found = sorted(
+                Path(entry.path)
+                for entry in entries
+                if fnmatch.fnmatchcase(entry.name, pattern) and entry.is_file()
+            )
         if not found:
             raise FileNotFoundError(f"no recording matches {name!r} in {self.directory.name}/")
         return found

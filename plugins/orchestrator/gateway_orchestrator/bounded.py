@@ -145,21 +145,30 @@ def bound_items(
     limit, size = _common_limit_for(items, budget, budget)
     if limit is None and size <= cap:
         return BoundedItems(items, 0, 0)
-    if limit is not None:
-        count = [0]
-        cut: list[Any] = _cut(items, limit, hint, count)
-        if size_of(cut) <= cap:
-            return BoundedItems(cut, count[0], 0)
-    # Too many items for any cut of their texts: keep the leading ones that fit.
-    kept: list[Any] = []
-    truncated = 0
-    used = 2  # the brackets
+    # Each item cut and measured once, until the list cannot fit: the compact JSON of a list
+    # is its items' JSON joined by commas in brackets, so the rows past the cap (most of a
+    # 500-row page) are never cut or serialized.
+    shaped: list[Any] = []
+    sizes: list[int] = []
+    counts: list[int] = []
+    whole = 1  # "[", then each item with the comma or bracket after it
     for item in items:
         count = [0]
         one = item if limit is None else _cut(item, limit, hint, count)
-        used += size_of(one) + 1
+        shaped.append(one)
+        counts.append(count[0])
+        sizes.append(size_of(one))
+        whole += sizes[-1] + 1
+        if whole > cap:
+            break
+    else:
+        return BoundedItems(shaped, sum(counts), 0)
+    # Too many items for any cut of their texts: keep the leading ones that fit.
+    kept = 0
+    used = 2  # the brackets
+    for one_size in sizes:
+        used += one_size + 1
         if used > cap and kept:
             break
-        kept.append(one)
-        truncated += count[0]
-    return BoundedItems(kept, truncated, len(items) - len(kept))
+        kept += 1
+    return BoundedItems(shaped[:kept], sum(counts[:kept]), len(items) - kept)

@@ -171,3 +171,14 @@ def test_bound_items_keeps_the_leading_items_that_fit(items, cap):
         assert set(old) == set(new)  # the same items, in order, texts perhaps cut
     if len(kept) > 1 and shaped.omitted:
         assert _size(kept) <= cap
+
+
+def test_a_cut_list_exactly_at_the_cap_is_kept_whole_and_one_character_less_leaves_one_out():
+    items = [{"text": "y" * 900, "n": i} for i in range(6)]
+    cut = bound(items, budget=2_000, hint="h")  # the same cut bound_items makes
+    assert cut.truncated == 6
+    size = _size(cut.value)
+    whole = bound_items(items, hint="h", budget=2_000, cap=size)
+    assert (whole.items, whole.truncated, whole.omitted) == (cut.value, 6, 0)
+    less = bound_items(items, hint="h", budget=2_000, cap=size - 1)
+    assert (less.items, less.truncated, less.omitted) == (cut.value[:5], 5, 1)

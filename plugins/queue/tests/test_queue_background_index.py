@@ -3,7 +3,6 @@ may write: after start-up, never inside a call, with reads working meanwhile, sh
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import sqlite3
@@ -16,7 +15,15 @@ import anyio
 import pytest
 from gateway_queue import indexing, store
 from gateway_queue.indexing import BackgroundIndex, IndexState
-from gwq_testutil import DB_REL, all_rows, as_jobs, busy_store_threads, legacy_db, new_jobs_in_order
+from gwq_testutil import (
+    DB_REL,
+    all_rows,
+    as_jobs,
+    busy_store_threads,
+    generate_rows,
+    legacy_db,
+    new_jobs_in_order,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -45,20 +52,19 @@ def legacy_queue(path: Path, count: int) -> Path:
 def _fill_legacy(path: Path, count: int) -> Path:
     path.unlink(missing_ok=True)  # left by a build that failed earlier in this process
     legacy_db(path)
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-        conn.executemany(
-            "INSERT INTO jobs (url, status, captured_at, title, payload_json, created_at)"
-            " VALUES (?, ?, ?, ?, '{}', 'x')",
-            [
-                (
-                    f"https://jobs.example/{i}",
-                    ("new", "reject", "new", "reviewed")[i % 4],
-                    None if i % 50 == 0 else f"2025-{i % 12 + 1:02d}-{i % 28 + 1:02d}",
-                    f"job {i}",
-                )
-                for i in range(count)
-            ],
-        )
+    generate_rows(
+        path,
+        count,
+        {
+            "url": "'https://jobs.example/' || i",
+            "status": "CASE i % 4 WHEN 1 THEN 'reject' WHEN 3 THEN 'reviewed' ELSE 'new' END",
+            "captured_at": "CASE WHEN i % 50 = 0 THEN NULL"
+            " ELSE printf('2025-%02d-%02d', i % 12 + 1, i % 28 + 1) END",
+            "title": "'job ' || i",
+            "payload_json": "'{}'",
+            "created_at": "'x'",
+        },
+    )
     return path
 
 
@@ -96,7 +102,7 @@ async def test_start_up_returns_before_the_build_and_reads_work_while_it_runs(
     gateway_factory, tmp_path
 ):
     db = legacy_queue(tmp_path / DB_REL, 400_000)
-    expected = as_jobs(new_jobs_in_order(db)[:20])
+    expected = as_jobs(new_jobs_in_order(db, limit=20))
     gw = gateway_factory(plugins=["queue"])
     during: list[bool] = []
     details: list[str] = []

@@ -5,13 +5,12 @@ direct ``ORDER BY captured_at DESC, id DESC`` query: none missing, none repeated
 from __future__ import annotations
 
 import itertools
-import sqlite3
 import tempfile
 from pathlib import Path
 
 import anyio
 from gateway_queue import store
-from gwq_testutil import LEGACY_DDL, as_jobs, new_jobs_in_order
+from gwq_testutil import LEGACY_DDL, as_jobs, new_jobs_in_order, setup_connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +35,7 @@ _counter = itertools.count()
 
 def build(root: Path, table: list[tuple[int, str, object]], page_index: bool) -> str:
     name = f"prop-{next(_counter)}.db"
-    conn = sqlite3.connect(root / name)
+    conn = setup_connection(root / name)
     conn.executescript(LEGACY_DDL)
     if page_index:
         conn.execute(store._CREATE_PAGE_INDEX)
@@ -112,7 +111,7 @@ def test_pages_bounded_by_characters_still_visit_every_new_job_once():
         )
         def check(table, limit, max_chars):
             path = root / f"sized-{next(_counter)}.db"
-            conn = sqlite3.connect(path)
+            conn = setup_connection(path)
             conn.executescript(LEGACY_DDL)
             conn.executemany(
                 "INSERT INTO jobs (id, url, status, captured_at, description, payload_json,"

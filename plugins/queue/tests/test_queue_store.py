@@ -26,6 +26,7 @@ from gwq_testutil import (
     add_rows,
     all_rows,
     busy_store_threads,
+    generate_rows,
     init_db,
     legacy_db,
     open_fds_to,
@@ -406,20 +407,19 @@ async def test_a_cancelled_insert_applies_nothing(tmp_path):
 
 
 def legacy_rows(db: Path, count: int) -> None:
-    with closing(sqlite3.connect(db)) as conn, conn:
-        conn.executemany(
-            "INSERT INTO jobs (url, status, captured_at, description, payload_json, created_at)"
-            " VALUES (?, ?, ?, ?, '{}', 'x')",
-            [
-                (
-                    f"u{i}",
-                    ("new", "reject", "reviewed")[i % 3],
-                    f"2025-{i % 12 + 1:02d}-{i % 28 + 1:02d}T{i % 24:02d}:00:00Z",
-                    "d" * 300,
-                )
-                for i in range(count)
-            ],
-        )
+    generate_rows(
+        db,
+        count,
+        {
+            "url": "'u' || i",
+            "status": "CASE i % 3 WHEN 0 THEN 'new' WHEN 1 THEN 'reject' ELSE 'reviewed' END",
+            "captured_at": "printf('2025-%02d-%02dT%02d:00:00Z', i % 12 + 1, i % 28 + 1, i % 24)",
+            "description": ":description",
+            "payload_json": "'{}'",
+            "created_at": "'x'",
+        },
+        description="d" * 300,
+    )
 
 
 async def test_the_progress_estimate_of_the_page_index_ends_close_to_complete(tmp_path):
