@@ -14,7 +14,7 @@ from gateway_citations.search import plain_snippet
 from gateway_citations.sources import CONTENT_CAP
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gateway.testing import make_gateway
@@ -519,6 +519,10 @@ async def test_an_answer_of_another_shape_is_a_backend_error_naming_the_field(ci
     ),
     limit=st.integers(50, 1000),
 )
+@example(
+    words=[(" aaaaaaaa", False), *[("aaaaaaaaa", False)] * 3, ("aaaaaaaaaaa", False)], limit=50
+)
+@example(words=[*[("aaaaaaaaa", False)] * 6, ("x", True), ("a ", False)], limit=50)
 def test_plain_snippets_keep_the_most_matches_and_leave_no_bold_open(words, limit):
     raw = " ".join(f"<b>{w}</b>" if bold else w for w, bold in words)
     text, _, marker = plain_snippet(raw, limit).partition(" [truncated] ")
@@ -530,8 +534,9 @@ def test_plain_snippets_keep_the_most_matches_and_leave_no_bold_open(words, limi
         return
     middle = text.removeprefix("… ").removesuffix(" …")
     assert len(text) <= limit and middle in plain
-    assert text.startswith("… ") is not plain.startswith(middle)
-    assert text.endswith(" …") is not plain.endswith(middle)
+    # An ellipsis exactly where text was left out (whitespace at either end is not text).
+    assert text.startswith("… ") is not plain.lstrip().startswith(middle)
+    assert text.endswith(" …") is not plain.rstrip().endswith(middle)
     assert marker == f"{len(plain) - len(middle):,} of {len(plain):,} characters not shown"
     # No window of the same size holds more whole matches.
     room = limit - 4
