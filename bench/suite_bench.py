@@ -1,7 +1,8 @@
 """The whole test suite, now against a baseline revision, both measured in one run (issue 22).
 
 Each revision is checked out clean (``git worktree add --detach`` under ``bench/.work/suite``),
-so uncommitted changes and stale build folders never count. Each checkout runs its own
+so uncommitted changes and stale build folders never count (a checkout left by an earlier run
+is reused while it is still a clean checkout of the same commit). Each checkout runs its own
 README test command, ``python3 dev.py test -q -p no:cacheprovider``, which sets up its own
 ``.venv``: a first, untimed ``--collect-only`` pass does the installing, so the timed runs
 measure the tests only. Runs alternate (base, head, head, base, ...) so that drift on a shared
@@ -42,6 +43,9 @@ def checkout(rev: str, name: str) -> Path:
         text=True,
     ).stdout.strip()
     folder = WORK / "suite" / name
+    if _clean_at(folder, commit):
+        print(f"{name}: {commit[:12]} in {folder.relative_to(ROOT)} (kept)", flush=True)
+        return folder
     if folder.exists():
         subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT)
         shutil.rmtree(folder, ignore_errors=True)
@@ -58,12 +62,29 @@ def checkout(rev: str, name: str) -> Path:
     return folder
 
 
+def _clean_at(folder: Path, commit: str) -> bool:
+    """``folder`` is a checkout of ``commit`` without changes, its test tools installed."""
+    if not (folder / ".venv").is_dir():
+        return False
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True)
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    return head.stdout.strip() == commit and changed.returncode == 0 and not changed.stdout
+
+
 def _env() -> dict[str, str]:
-    # Nothing of this process's environment that would change what a checkout runs.
+    # Nothing of this process's environment that would change what a checkout runs; and
+    # bytecode may be written, as on a newcomer's machine: an older test command that does not
+    # drop PYTHONDONTWRITEBYTECODE itself would otherwise compile every module in every process.
     return {
         k: v
         for k, v in os.environ.items()
-        if k != "PYTHONPATH" and not k.startswith(("MCP_GATEWAY_", "VIRTUAL_ENV", "PYTEST_"))
+        if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+        and not k.startswith(("MCP_GATEWAY_", "VIRTUAL_ENV", "PYTEST_"))
     }
 
 
