@@ -7,7 +7,8 @@ README test command, ``python3 dev.py test -q -p no:cacheprovider``, which sets 
 ``.venv``: a first, untimed ``--collect-only`` pass does the installing, so the timed runs
 measure the tests only. Runs alternate (base, head, head, base, ...) so that drift on a shared
 machine hits both alike. Printed per run: wall time, CPU time of everything the command started
-(user + sys of the waited-for children), the pytest summary line; then the ratio of the medians.
+(user + sys of the waited-for children), the pytest summary line and any failed test (each
+checkout's last output is kept beside it as ``<name>-last.log``); then the ratio of the medians.
 
     .venv/bin/python bench/suite_bench.py --base bf3ff1d            # one run of each
     .venv/bin/python bench/suite_bench.py --base bf3ff1d --pairs 2  # B H H B
@@ -96,6 +97,10 @@ def run_suite(folder: Path) -> tuple[float, float, str, int]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    (folder.parent / f"{folder.name}-last.log").write_text(done.stdout + done.stderr)
+    for line in done.stdout.splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            print(f"  {folder.name}: {line}", flush=True)
     lines = [line.strip("= ") for line in done.stdout.splitlines() if SUMMARY.search(line)]
     return wall, cpu, lines[-1] if lines else "(no pytest summary)", done.returncode
 
