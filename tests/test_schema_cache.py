@@ -14,14 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import gateway_env, write_dist
-from wire import FolderCopies
+from wire import Primed
 
 # The tests share one deployment and its first start (see ``primed``): one worker runs them.
 pytestmark = pytest.mark.xdist_group("schema_cache")
@@ -137,34 +135,24 @@ class Deployment:
         self.module.write_text(text.replace(old, new))
 
 
-@dataclass
-class Primed:
-    """A deployment after its first start (which wrote the entry), and copies of its plugin's
-    folder and its cache as that start left them."""
-
-    deployment: Deployment
-    first: dict[str, Any]
-    entries_after_first: int
-    copies: FolderCopies
+FirstStart = Primed[Deployment, dict[str, Any]]  # the shared first start and what it gave
 
 
 @pytest.fixture(scope="module")
-def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
+def primed(tmp_path_factory: pytest.TempPathFactory) -> FirstStart:
     """Most tests are about a start after a first one: that first start is made once, and each
     test gets the deployment back exactly as it left it (same paths, same files and times)."""
     deployment = Deployment(tmp_path_factory.mktemp("cached"))
     first = deployment.start()
-    copies = FolderCopies(
-        [deployment.site, deployment.cache], tmp_path_factory.mktemp("cached-copies")
+    return Primed.of(
+        deployment, first, len(deployment.entries()), tmp_path_factory.mktemp("cached-copies")
     )
-    return Primed(deployment, first, len(deployment.entries()), copies)
 
 
 @pytest.fixture
-def deployment(primed: Primed) -> Iterator[Deployment]:
+def deployment(primed: FirstStart) -> Deployment:
     """The primed deployment: its entry is the one its first start wrote."""
-    primed.copies.restore()
-    yield primed.deployment
+    return primed.restored()
 
 
 @pytest.fixture
@@ -179,11 +167,11 @@ def props(result: dict[str, Any], tool: str) -> dict[str, Any]:
 
 
 def test_a_second_start_reuses_the_schemas_and_publishes_the_same(
-    primed: Primed, deployment: Deployment
+    primed: FirstStart, deployment: Deployment
 ):
     first = primed.first
     assert first["built"] == ["echo", "paint"]
-    assert primed.entries_after_first == 1
+    assert primed.written == 1
     second = deployment.start()
     assert second["tools"] == first["tools"]
     assert second["built"] == ["paint"]  # echo from the cache (paint is made at registration)
@@ -215,7 +203,7 @@ def test_a_bumped_version_or_a_reinstall_builds_the_schemas_again(deployment: De
     assert deployment.start()["built"] == ["echo", "paint"]
 
 
-def test_settings_that_change_a_model_change_its_schema(primed: Primed, deployment: Deployment):
+def test_settings_that_change_a_model_change_its_schema(primed: FirstStart, deployment: Deployment):
     red = primed.first
     assert props(red, "paint")["colour"]["enum"] == ["red", "yellow"]
     blue = deployment.start(CACHED_COLOURS="blue,green")
@@ -234,7 +222,7 @@ def test_settings_that_change_a_model_change_its_schema(primed: Primed, deployme
     ids=["truncated", "empty", "other-key", "not-utf8"],
 )
 def test_a_corrupt_entry_is_never_served_and_is_replaced(
-    primed: Primed, deployment: Deployment, content: str
+    primed: FirstStart, deployment: Deployment, content: str
 ):
     first = primed.first
     (entry,) = deployment.entries()
@@ -245,7 +233,9 @@ def test_a_corrupt_entry_is_never_served_and_is_replaced(
     assert deployment.start()["built"] == ["paint"]
 
 
-def test_an_entry_that_does_not_fit_the_tools_is_not_used(primed: Primed, deployment: Deployment):
+def test_an_entry_that_does_not_fit_the_tools_is_not_used(
+    primed: FirstStart, deployment: Deployment
+):
     first = primed.first
     (entry,) = deployment.entries()
     data = json.loads(entry.read_text())

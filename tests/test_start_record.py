@@ -14,14 +14,14 @@ import os
 import select
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import gateway_env, write_dist
-from wire import INIT, FolderCopies, StdioServer
+from wire import INIT, Primed, StdioServer
 
 # The tests share one deployment and its first start (see ``primed``): one worker runs them.
 pytestmark = pytest.mark.xdist_group("start_record")
@@ -222,34 +222,24 @@ def _collect(
             return
 
 
-@dataclass
-class Primed:
-    """A deployment after its first start (which wrote the record), and copies of its plugin's
-    folder and its cache as that start left them."""
-
-    deployment: Deployment
-    first: Start
-    records_after_first: int
-    copies: FolderCopies
+FirstStart = Primed[Deployment, Start]  # the shared first start and what it gave
 
 
 @pytest.fixture(scope="module")
-def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
+def primed(tmp_path_factory: pytest.TempPathFactory) -> FirstStart:
     """Most tests are about a start after a first one: that first start is made once, and each
     test gets the deployment back exactly as it left it (same paths, same files and times)."""
     deployment = Deployment(tmp_path_factory.mktemp("recorded"))
     first, _ = deployment.start()
-    copies = FolderCopies(
-        [deployment.site, deployment.cache], tmp_path_factory.mktemp("recorded-copies")
+    return Primed.of(
+        deployment, first, len(deployment.records()), tmp_path_factory.mktemp("recorded-copies")
     )
-    return Primed(deployment, first, len(deployment.records()), copies)
 
 
 @pytest.fixture
-def deployment(primed: Primed) -> Iterator[Deployment]:
+def deployment(primed: FirstStart) -> Deployment:
     """The primed deployment: its record is the one its first start wrote."""
-    primed.copies.restore()
-    yield primed.deployment
+    return primed.restored()
 
 
 @pytest.fixture
@@ -263,11 +253,11 @@ def greet(server: StdioServer) -> Any:
 
 
 def test_a_second_start_answers_from_the_record_before_importing_and_byte_for_byte(
-    primed: Primed, deployment: Deployment
+    primed: FirstStart, deployment: Deployment
 ):
     first = primed.first
     assert not first.early and first.tool_names() == ["gateway_status", "greet"]
-    assert primed.records_after_first == 1
+    assert primed.written == 1
     second, answer = deployment.start(then=greet)
     assert second.early
     assert second == Start(first.initialize, first.tools, first.prompts, early=True)
@@ -348,7 +338,7 @@ def test_a_listing_the_key_could_not_foresee_is_corrected_and_the_client_told(
     assert fresh.early and fresh.tool_names() == names
 
 
-def test_a_corrupt_record_is_not_used_and_is_replaced(primed: Primed, deployment: Deployment):
+def test_a_corrupt_record_is_not_used_and_is_replaced(primed: FirstStart, deployment: Deployment):
     first = primed.first
     (record,) = deployment.records()
     for content in ["{not json", '{"format": 1, "digest": "x"}']:

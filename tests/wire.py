@@ -13,9 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGTERM
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
@@ -152,6 +153,37 @@ class FolderCopies:
         for folder in self.folders:
             shutil.rmtree(folder)
             shutil.copytree(self.where / folder.name, folder)
+
+
+class Deployed(Protocol):
+    site: Path  # the plugin's folder
+    cache: Path  # the user cache the gateway writes
+
+
+D = TypeVar("D", bound=Deployed)
+F = TypeVar("F")
+
+
+@dataclass
+class Primed(Generic[D, F]):
+    """A deployment after its first start, what that start gave, how many cache files it left
+    (``written``), and copies of the plugin's folder and the cache as it left them: tests about
+    a later start share the one first start and each get the deployment back as it was."""
+
+    deployment: D
+    first: F
+    written: int
+    copies: FolderCopies
+
+    @classmethod
+    def of(cls, deployment: D, first: F, written: int, where: Path) -> Primed[D, F]:
+        return cls(
+            deployment, first, written, FolderCopies([deployment.site, deployment.cache], where)
+        )
+
+    def restored(self) -> D:
+        self.copies.restore()
+        return self.deployment
 
 
 def run_cli(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
