@@ -294,4 +294,4 @@ def serve_http(
         with guard.serving(stop) if guard is not None else contextlib.nullcontext():
             await server.serve()
 
-    run(main)
+    run(main, guard)

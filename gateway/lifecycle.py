@@ -18,8 +18,12 @@ too, but every process a plugin starts would inherit them blocked.)
 While serving, the handlers are asyncio's (``loop.add_signal_handler``): a real SIGINT,
 SIGTERM or SIGHUP asks the server to stop (plugin resources are closed, exit status 0); a
 second one ends the process at once. Before the loop runs (plugins are being imported), a
-real signal raises :class:`Stopping`, which the loader lets through. Where this is not
-available (Windows: no ``faulthandler.register``), Python's default handling stays.
+real signal raises :class:`Stopping`, which the loader lets through. From the moment
+:func:`run` sets the loop up until the server's handlers take over, and again while it winds
+down, a real signal is only noted (an exception there would tear the loop's own machinery,
+e.g. leave a half-made task behind): the server stops as soon as it starts serving, and a
+second signal ends the process at once. Where this is not available (Windows: no
+``faulthandler.register``), Python's default handling stays.
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ class SignalGuard:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_stop: Callable[[], None] | None = None
         self._previous: dict[int, Any] = {}
+        self._noting = False  # the loop is being set up or wound down: note, do not raise
 
     # -- real or simulated ----------------------------------------------------------------
     def _real(self) -> bool:
@@ -121,8 +126,21 @@ class SignalGuard:
         if not self._real():
             log.warning("ignored a simulated %s (a plugin called interrupt_main)", _name(signum))
             return
+        if self._noting:
+            self._note(signum)
+            return
         self.received = signum
         raise Stopping(_name(signum))
+
+    @contextlib.contextmanager
+    def noting(self) -> Iterator[None]:
+        """Around the event loop's whole life (see :func:`run`): a real signal outside
+        :meth:`serving` is noted instead of raised; ``serving`` acts on it when it begins."""
+        self._noting = True
+        try:
+            yield
+        finally:
+            self._noting = False
 
     def __enter__(self) -> SignalGuard:
         if not self.enabled:
@@ -175,14 +193,18 @@ class SignalGuard:
         if not self._real():
             log.warning("ignored a simulated %s (a plugin called interrupt_main)", _name(signum))
             return
+        self._note(signum)
+        if self._on_stop is not None:
+            self._on_stop()
+
+    def _note(self, signum: int) -> None:
+        """A real stop signal: the first is remembered, a second ends the process now."""
         if self.received is not None:
             log.warning("second %s: stopping now, without waiting for plugins", _name(signum))
             logging.shutdown()
             os._exit(128 + signum)
         self.received = signum
         log.info("%s received: closing plugin resources, then stopping", _name(signum))
-        if self._on_stop is not None:
-            self._on_stop()
 
 
 def _name(signum: int) -> str:
@@ -195,11 +217,18 @@ def _name(signum: int) -> str:
 # --- the event loop ----------------------------------------------------------------------------
 
 
-def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def run(main: Callable[[], Coroutine[Any, Any, T]], guard: SignalGuard | None = None) -> T:
     """``asyncio.run(main())``, except that ``SystemExit`` or ``KeyboardInterrupt`` raised by a
     task or callback other than ``main`` (a plugin's background task, a ``call_soon``) is
     logged and the loop goes on: asyncio lets those two out of the loop, ending the process.
+    With a ``guard``, a real stop signal while the loop is set up or wound down is noted for
+    its :meth:`SignalGuard.serving`, which ``main`` enters first.
     """
+    with guard.noting() if guard is not None else contextlib.nullcontext():
+        return _run(main)
+
+
+def _run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     loop = asyncio.new_event_loop()
     try:
         task = loop.create_task(main())

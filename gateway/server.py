@@ -341,4 +341,4 @@ def run_stdio(
         with anyio.CancelScope() as scope, guard.serving(scope.cancel):
             await serve_stdio(gateway, wire, record)
 
-    run(main)
+    run(main, guard)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -299,3 +300,43 @@ def test_an_unread_stderr_neither_wedges_the_http_server_nor_its_sigterm(plugin_
         assert server.stop(signal.SIGTERM, timeout=15) == 0
         assert time.monotonic() - started < 10
     assert (tmp_path / "closed").exists()
+
+
+LOOP_STARTING = """
+import os, signal, sys, warnings
+import anyio
+from gateway.lifecycle import SignalGuard, run
+
+warnings.simplefilter("error")  # a coroutine never awaited, a task destroyed pending
+with SignalGuard() as guard:
+    async def serve():
+        with anyio.CancelScope() as scope, guard.serving(scope.cancel):
+            with anyio.fail_after(20):
+                await anyio.sleep_forever()
+        print("served until the stop")
+
+    def main():
+        os.kill(os.getpid(), signal.{sig})  # arrives while run() sets its loop up
+        return serve()
+
+    run(main, guard)
+print("received", signal.Signals(guard.received).name)
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_real_signal_while_the_loop_starts_stops_the_server_once_it_serves(sig):
+    # Ctrl-C typed just after "serving ... Ctrl-C to stop" can land in asyncio's own set-up
+    # (creating the main task): raised there, it left "Task was destroyed but it is pending"
+    # and "coroutine ... was never awaited" on the person's terminal.
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", LOOP_STARTING.replace("{sig}", sig)],
+        env=gateway_env(PYTHONPATH=os.environ["PYTHONPATH"]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n") == ["served until the stop", f"received {sig}", ""]
+    assert "Traceback" not in done.stderr and "never awaited" not in done.stderr, done.stderr
