@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import os
@@ -15,6 +16,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_PLUGINS = Path(__file__).resolve().parent / "fixture_plugins"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything collection built (test modules, Hypothesis strategies, the gateway and its
+    SDK) lives for the whole run: keep the collector from walking it again in every full
+    collection, which was ~7 % of an in-process test's time."""
+    gc.collect()
+    gc.freeze()
 
 
 def write_dist(

@@ -180,7 +180,7 @@ async def trigger(args, ctx):
         threading.Thread(target=_thread.interrupt_main, args=(signal.SIGTERM,)).start()
     elif args.what == "stubborn":  # a task that ignores cancellation, forever
         loop.create_task(_stubborn())
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.15)  # each trigger goes off (after 0.05 s at most) during the call
     return {"triggered": args.what}
 
 async def ping(args, ctx):
@@ -224,7 +224,7 @@ def test_background_system_exit_keyboard_interrupt_and_interrupt_main_end_nothin
     with server_class(tmp_path, background) as server:
         for what in TRIGGERS:
             server.call("trigger", {"what": what})
-            time.sleep(0.2)
+            time.sleep(0.1)
             assert server.proc.poll() is None, (what, server.stderr())
             assert server.call("ping")["structuredContent"] == {"pong": True}, what
         assert not (tmp_path / "closed").exists()

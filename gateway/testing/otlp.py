@@ -166,7 +166,11 @@ class OtlpCollector:
             time.sleep(0.05)
 
     def __enter__(self) -> Self:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll: shutdown() waits for the serve loop to notice (0.5 s by default).
+        serve = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        serve.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

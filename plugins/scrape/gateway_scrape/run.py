@@ -80,16 +80,21 @@ def fetch_and_clean(source: JobSource, args: ScrapeArgs, term: str, *, now: str)
     )
 
 
+#: How long a run's writes (creating the schema, a term's insert) wait for another writer's
+#: lock before they fail, retryable.
+WRITE_BUSY_TIMEOUT_S = 5.0
+
+
 async def bootstrap_db(path: Path) -> None:
     """Create the folders, the file and the schema if missing (idempotent)."""
-    async with connect_writer(path):
+    async with connect_writer(path, busy_timeout_s=WRITE_BUSY_TIMEOUT_S):
         pass
 
 
 async def insert_term(path: Path, jobs: Sequence[NewJob], status: str) -> InsertCounts:
     """One transaction for the whole term: all of its new rows or none of them (a cancelled
     call interrupts it and rolls it back)."""
-    async with connect_writer(path) as conn:
+    async with connect_writer(path, busy_timeout_s=WRITE_BUSY_TIMEOUT_S) as conn:
         return await insert_jobs(conn, jobs, status=status)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from gateway_queue.store import ALLOWED_STATUSES
+from gateway_scrape import run
 from gateway_scrape.models import DEFAULT_TERMS
 from gateway_scrape.sources import RecordedSource
 from scrape_testutil import OFFLINE, posting, postings, rows, use_source
@@ -429,15 +430,16 @@ async def test_a_jobs_table_without_the_expected_columns_is_db_error_and_left_al
 
 @pytest.mark.anyio
 async def test_a_locked_database_during_an_insert_is_a_retryable_db_error_and_writes_nothing(
-    scrape_gateway, recorded, tmp_path
+    scrape_gateway, recorded, tmp_path, monkeypatch
 ):
+    monkeypatch.setattr(run, "WRITE_BUSY_TIMEOUT_S", 0.5)  # the same path as 5 s, sooner
     gw = scrape_gateway(recorded)
     async with gw:
         await gw.call("scrape_jobs", {**OFFLINE, "terms": ["ai engineer"]})  # bootstrap + 5 rows
         locker = sqlite3.connect(tmp_path / DB, isolation_level=None)
         locker.execute("BEGIN EXCLUSIVE")
         try:
-            # The writer waits its busy timeout (5 s) for the lock, then gives up.
+            # The writer waits its busy timeout for the lock, then gives up.
             res = await gw.call("scrape_jobs", {**OFFLINE, "terms": ["backend engineer"]})
         finally:
             locker.execute("ROLLBACK")
