@@ -61,9 +61,10 @@ def test_run_installs_the_deployment_and_test_adds_the_test_tools():
     assert not any(a.startswith("mcp-plugin-gateway") for a in test)
 
 
-def test_the_suite_runs_on_one_worker_per_core_unless_the_arguments_choose():
+def test_the_suite_runs_on_one_worker_per_core_plus_one_unless_the_arguments_choose():
     dev = _dev_script()
-    spread = ["--numprocesses", "auto", "--dist", "loadgroup"]
+    workers = len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else None
+    spread = ["--numprocesses", str(workers or (os.cpu_count() or 1) + 1), "--dist", "loadgroup"]
     assert dev.parallel([]) == spread
     assert dev.parallel(["-q", "-p", "no:cacheprovider", "tests/test_http.py", "-x"]) == spread
     for chosen in (["-n", "0"], ["-n0"], ["--numprocesses=3"], ["-p", "no:xdist"], ["--dist=no"]):
