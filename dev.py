@@ -207,17 +207,20 @@ def lint() -> int:
 
 
 def parallel(args: list[str]) -> list[str]:
-    """pytest-xdist options: one worker per core plus one, tests of one ``xdist_group`` on one
-    worker; none when the arguments choose for themselves (``-n 0`` runs in this one process).
+    """pytest-xdist options: one worker per core plus one, each test module on one worker;
+    none when the arguments choose for themselves (``-n 0`` runs in this one process).
 
-    A quarter of a worker's time goes to waiting on the clocks tests are about (timeouts,
-    breakers, stop signals): the extra worker uses the cores meanwhile. On 2 cores, 3 workers
-    ran the suite in 141-144 s, 2 in 149-157 s, 4 in 148 s (alternated, one machine)."""
+    A module on one worker starts its module-scoped fixtures (gateways, Claude Code sessions,
+    fake backends) once; spread test by test, each worker that got one of its tests started
+    them again. On 2 cores, alternated in one sitting: by module 148-163 s, test by test
+    176-189 s. A quarter of a worker's time goes to waiting on the clocks tests are about
+    (timeouts, breakers, stop signals): the extra worker uses the cores meanwhile (by module,
+    4 workers ran in 148-157 s, 3 in 146-160 s)."""
     chosen = any(
         a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in args
     )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return [] if chosen else ["--numprocesses", str((cores or 1) + 1), "--dist", "loadgroup"]
+    return [] if chosen else ["--numprocesses", str((cores or 1) + 1), "--dist", "loadscope"]
 
 
 def _call(args: list[str], **kwargs: object) -> int:

@@ -35,9 +35,6 @@ APPROVER = Path(__file__).resolve().parent / "claude_code" / "approver.py"
 GATEWAY = "mcp__gateway__"
 TASK = "Summarize the GoBD retention rules"
 
-# One worker of a parallel run starts Claude Code, its sessions and the fixtures they share.
-pytestmark = pytest.mark.xdist_group("claude_code")
-
 
 def deployment_env(**extra: str) -> dict[str, str]:
     """This environment without any backend setting or extra plugin site, plus ``extra``."""

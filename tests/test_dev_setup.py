@@ -64,7 +64,7 @@ def test_run_installs_the_deployment_and_test_adds_the_test_tools():
 def test_the_suite_runs_on_one_worker_per_core_plus_one_unless_the_arguments_choose():
     dev = _dev_script()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    spread = ["--numprocesses", str((cores or 1) + 1), "--dist", "loadgroup"]
+    spread = ["--numprocesses", str((cores or 1) + 1), "--dist", "loadscope"]
     assert dev.parallel([]) == spread
     assert dev.parallel(["-q", "-p", "no:cacheprovider", "tests/test_http.py", "-x"]) == spread
     for chosen in (["-n", "0"], ["-n0"], ["--numprocesses=3"], ["-p", "no:xdist"], ["--dist=no"]):

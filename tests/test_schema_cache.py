@@ -21,9 +21,6 @@ import pytest
 from conftest import gateway_env, write_dist
 from wire import Primed
 
-# The tests share one deployment and its first start (see ``primed``): one worker runs them.
-pytestmark = pytest.mark.xdist_group("schema_cache")
-
 START = """
 import json, sys
 from gateway.app import build_gateway

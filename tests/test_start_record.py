@@ -23,9 +23,6 @@ import pytest
 from conftest import gateway_env, write_dist
 from wire import INIT, Primed, StdioServer
 
-# The tests share one deployment and its first start (see ``primed``): one worker runs them.
-pytestmark = pytest.mark.xdist_group("start_record")
-
 PLUGIN = """
 from __future__ import annotations
 import os, time

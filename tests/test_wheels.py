@@ -18,9 +18,6 @@ from pathlib import Path
 
 import pytest
 
-# The wheels are built once per session: one worker of a parallel run gets all these tests.
-pytestmark = pytest.mark.xdist_group("wheels")
-
 REPO = Path(__file__).resolve().parent.parent
 GITEA_TOOLS = {
     "list_job_commits",
