@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -262,3 +264,27 @@ async def test_a_repository_found_empty_midway_gets_a_deliberate_answer(
         assert result.payload["error"]["message"] == (
             f"the job repository {repository} is empty: the job has not committed anything yet"
         )
+
+
+def test_a_client_that_gives_up_before_the_answer_costs_the_fake_no_traceback(
+    private_gitea: FakeGitea, site: Site, capfd: pytest.CaptureFixture[str]
+):
+    """What a tool timeout does to the fake: the answer finds the connection reset. That is the
+    client's doing; its traceback used to reach the run's output once nobody captured it."""
+    private_gitea.delay = 0.3
+    host, port = private_gitea.url.removeprefix("http://").split(":")
+    path = f"/api/v1/repos/{OWNER}/job-{site.job}/commits?limit=1"
+    request = f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: token {TOKEN}\r\n\r\n"
+    deadline = time.monotonic() + 10
+    with socket.create_connection((host, int(port))) as conn:
+        conn.sendall(request.encode())
+        while not private_gitea.in_flight:  # the fake is answering: now the client goes
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # Closed with a reset, as a client that abandons a request may close it.
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    while private_gitea.in_flight:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.05)  # the handler's last words, if any, after it left the request
+    assert "Traceback" not in capfd.readouterr().err
