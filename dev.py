@@ -215,7 +215,7 @@ def parallel(args: list[str]) -> list[str]:
     them again. On 2 cores, alternated in one sitting: by module 148-163 s, test by test
     176-189 s. A quarter of a worker's time goes to waiting on the clocks tests are about
     (timeouts, breakers, stop signals): the extra worker uses the cores meanwhile (by module,
-    4 workers ran in 148-157 s, 3 in 146-160 s)."""
+    4 workers ran in 148-157 s, 3 in 148-160 s)."""
     chosen = any(
         a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in args
     )
