@@ -308,8 +308,6 @@ def _handler(gitea: FakeGitea) -> type[BaseHTTPRequestHandler]:
                 self._route()
             except _Reply as reply:
                 self._send(reply.status, reply.body, reply.headers)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
             finally:
                 with gitea._lock:
                     gitea.in_flight -= 1
