@@ -23,7 +23,6 @@ from .config import (
     label,
     load_config,
 )
-from .hookspecs import ENTRY_POINT_GROUP
 
 if TYPE_CHECKING:
     from .app import Gateway, HealthResult
@@ -38,17 +37,9 @@ MIN_TOKEN_CHARS = 16
 
 def installed_plugins() -> dict[str, tuple[str, str]]:
     """Entry point name → (distribution, version), from metadata alone: nothing is imported."""
-    import importlib.metadata as md
+    from .entrypoints import installed_plugins as installed
 
-    found = {}
-    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep, "dist", None)
-        # ``dist.name`` and ``dist.version`` each parse the METADATA file again.
-        meta = dist.metadata if dist is not None else None
-        found[ep.name] = (
-            (meta["Name"], meta["Version"]) if meta is not None else ("unknown", "unknown")
-        )
-    return found
+    return {p.name: (p.distribution, p.version) for p in installed()}
 
 
 def versions() -> str:
@@ -181,7 +172,7 @@ def _config_error(exc: ConfigError) -> int:
 def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
     loaded plugin (or its REST backend) read."""
-    installed = set(installed_plugins())  # once: each reads every distribution's metadata
+    installed = set(installed_plugins())
     check_plugin_tables(config, installed | config.consulted_tables)
     whole = all(p.state.value == "loaded" for p in gateway.plugins)
     tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None

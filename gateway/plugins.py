@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import importlib.metadata as md
 import inspect
 import logging
 import re
@@ -30,6 +29,7 @@ from .config import (
     settings_error,
 )
 from .deadline import HookOverrun, time_limit
+from .entrypoints import installed_plugins
 from .errors import Sanitizer
 from .health import HealthMonitor
 from .lifecycle import plugin_fault
@@ -132,25 +132,18 @@ class PluginSource:
 
 
 def entry_point_sources(group: str = hookspecs.ENTRY_POINT_GROUP) -> list[PluginSource]:
-    sources = []
-    for ep in md.entry_points(group=group):
-        dist = getattr(ep, "dist", None)
-        meta = dist.metadata if dist is not None else None  # parsed on every access: once
-        version = meta["Version"] if meta is not None else "unknown"
-        dist_name = meta["Name"] if meta is not None else "unknown"
-        summary = (meta.get("Summary") or "") if meta is not None else ""
-        sources.append(
-            PluginSource(
-                ep.name,
-                version,
-                ep.load,
-                f"entry point from {dist_name}",
-                summary,
-                dist_name,
-                ep.module,
-            )
+    return [
+        PluginSource(
+            p.name,
+            p.version,
+            p.load,
+            f"entry point from {p.distribution}",
+            p.summary,
+            p.distribution,
+            p.module,
         )
-    return sorted(sources, key=lambda s: (s.name, s.origin))
+        for p in installed_plugins(group)
+    ]
 
 
 def object_sources(objects: dict[str, object]) -> list[PluginSource]:

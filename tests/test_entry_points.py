@@ -1,0 +1,62 @@
+"""Installed plugins are read from the installation's metadata once while it stays the same:
+every gateway a process builds (and the CLI's checks) shares the scan, and an installation
+changed right after a scan is seen by the next one."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import shutil
+from typing import Any
+
+import pytest
+from fixture_plugins import GOOD
+
+from gateway import entrypoints
+from gateway.testing import make_gateway
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The groups read from the installation's metadata, one entry per reading."""
+    seen: list[str] = []
+    read = md.entry_points
+
+    def counted(**selection: Any) -> Any:
+        seen.append(selection.get("group", ""))
+        return read(**selection)
+
+    monkeypatch.setattr(entrypoints.md, "entry_points", counted)
+    return seen
+
+
+def names() -> list[tuple[str, str]]:
+    return [(p.name, p.distribution) for p in entrypoints.installed_plugins()]
+
+
+def test_gateways_built_one_after_another_read_the_metadata_once(plugin_site, tmp_path, scans):
+    plugin_site("gw-good", {"good": "gwfx_good"}, {"gwfx_good": GOOD})
+    first = make_gateway(plugins=["good"], cwd=tmp_path)
+    second = make_gateway(plugins=["good"], cwd=tmp_path)
+    assert [p.name for p in first.plugins] == [p.name for p in second.plugins]
+    assert "good" in [p.name for p in second.plugins]
+    assert scans == ["mcp_gateway.plugins"]
+
+
+def test_a_distribution_installed_or_removed_right_after_a_scan_is_seen(plugin_site, scans):
+    site = plugin_site("gw-first", {"first": "gwfx_first"}, {"gwfx_first": GOOD})
+    assert ("first", "gw-first") in names()
+    plugin_site("gw-second", {"second": "gwfx_second"}, {"gwfx_second": GOOD})
+    assert {("first", "gw-first"), ("second", "gw-second")} <= set(names())
+    shutil.rmtree(site / "gw_second-1.2.3.dist-info")
+    assert ("second", "gw-second") not in names()
+    assert len(scans) == 3
+
+
+def test_entry_points_rewritten_in_place_are_seen(plugin_site, scans):
+    plugin_site("gw-renamed", {"old": "gwfx_renamed"}, {"gwfx_renamed": GOOD})
+    assert ("old", "gw-renamed") in names()
+    plugin_site("gw-renamed", {"a_new_name": "gwfx_renamed"}, {"gwfx_renamed": GOOD})
+    found = names()
+    assert ("a_new_name", "gw-renamed") in found and ("old", "gw-renamed") not in found
+    names()
+    assert len(scans) == 2
