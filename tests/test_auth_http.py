@@ -90,6 +90,7 @@ class Served:
         self.calls = calls
         self.resource = f"{url}/mcp"
         self.metadata_url = f"{url}/.well-known/oauth-protected-resource/mcp"
+        self.http = httpx.Client()  # one for the module: each client loads the CA bundle
 
     def post(
         self, body: dict[str, Any], token: str | None = None, **headers: str
@@ -98,7 +99,7 @@ class Served:
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
         sent.update(headers)
-        return httpx.post(f"{self.url}/mcp", json=body, headers=sent, timeout=10)
+        return self.http.post(f"{self.url}/mcp", json=body, headers=sent, timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +137,9 @@ def served() -> Iterator[Served]:
             return guard, verifier.aclose
 
         with serve_asgi(build) as server:
-            yield Served(idp, server.url, calls)
+            served = Served(idp, server.url, calls)
+            with served.http:
+                yield served
 
 
 @pytest.fixture
@@ -180,7 +183,7 @@ def test_bad_tokens_get_401_with_the_challenge(served, idp, case, caplog):
 
 
 def test_a_non_bearer_scheme_is_treated_as_no_token(served, idp):
-    r = httpx.post(
+    r = served.http.post(
         f"{served.url}/mcp",
         json=_rpc("tools/list"),
         headers={**MCP_HEADERS, "Authorization": f"Basic {idp.sign()}"},
@@ -190,7 +193,7 @@ def test_a_non_bearer_scheme_is_treated_as_no_token(served, idp):
 
 
 def test_the_bearer_scheme_is_case_insensitive(served, idp):
-    r = httpx.post(
+    r = served.http.post(
         f"{served.url}/mcp",
         json=_rpc("tools/list"),
         headers={**MCP_HEADERS, "Authorization": f"bEaReR {idp.sign()}"},
@@ -202,7 +205,7 @@ def test_the_bearer_scheme_is_case_insensitive(served, idp):
 def test_two_authorization_headers_are_a_bad_request(served, idp):
     headers = [(k, v) for k, v in MCP_HEADERS.items()]
     headers += [("Authorization", f"Bearer {idp.sign()}")] * 2
-    r = httpx.post(f"{served.url}/mcp", json=_rpc("tools/list"), headers=headers, timeout=10)
+    r = served.http.post(f"{served.url}/mcp", json=_rpc("tools/list"), headers=headers, timeout=10)
     assert r.status_code == 400
     assert r.headers["www-authenticate"].startswith('Bearer error="invalid_request"')
 
@@ -241,7 +244,7 @@ def test_an_unreachable_issuer_is_503_not_a_401(served, idp):
     "path", ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]
 )
 def test_protected_resource_metadata_names_the_issuer(served, idp, path):
-    r = httpx.get(served.url + path, timeout=10)
+    r = served.http.get(served.url + path, timeout=10)
     assert r.status_code == 200
     assert r.json() == {
         "resource": served.resource,
@@ -250,11 +253,11 @@ def test_protected_resource_metadata_names_the_issuer(served, idp, path):
         "bearer_methods_supported": ["header"],
         "resource_name": "gw",
     }
-    assert httpx.post(served.url + path, timeout=10).status_code == 405
+    assert served.http.post(served.url + path, timeout=10).status_code == 405
 
 
 def test_open_paths_need_no_token(served):
-    assert httpx.get(f"{served.url}/healthz", timeout=10).json() == {"status": "ok"}
+    assert served.http.get(f"{served.url}/healthz", timeout=10).json() == {"status": "ok"}
 
 
 async def _client(served: Served, token: str) -> Any:

@@ -49,7 +49,7 @@ class Deployment:
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
         sent.update(headers)
-        return httpx.post(self.resource, json=body, headers=sent, timeout=20)
+        return self.server.client.post(self.resource, json=body, headers=sent, timeout=20)
 
     def challenge(self, error: str | None = None, why: str | None = None) -> str:
         parts = [f'error="{error}"', f'error_description="{why}"'] if error else []
@@ -203,7 +203,7 @@ def test_a_rotated_key_is_fetched_and_accepted(deployment, idp):
 
 @pytest.mark.parametrize("path", [METADATA, METADATA + "/mcp"])
 def test_the_protected_resource_metadata_is_served_without_a_token(deployment, path):
-    r = httpx.get(deployment.server.url + path, timeout=10)
+    r = deployment.server.client.get(deployment.server.url + path, timeout=10)
     assert r.status_code == 200
     assert r.json() == {
         "resource": deployment.resource,
@@ -215,11 +215,11 @@ def test_the_protected_resource_metadata_is_served_without_a_token(deployment, p
 
 
 def test_readiness_needs_a_token_and_liveness_does_not(deployment, idp):
-    url = deployment.server.url
-    assert httpx.get(url + "/readyz", timeout=10).status_code == 401
+    url, http = deployment.server.url, deployment.server.client
+    assert http.get(url + "/readyz", timeout=10).status_code == 401
     token = {"Authorization": f"Bearer {idp.sign(scope=READ)}"}
-    assert httpx.get(url + "/readyz", headers=token, timeout=10).status_code == 200
-    assert httpx.get(url + "/healthz", timeout=10).json() == {"status": "ok"}
+    assert http.get(url + "/readyz", headers=token, timeout=10).status_code == 200
+    assert http.get(url + "/healthz", timeout=10).json() == {"status": "ok"}
 
 
 def test_refusals_are_logged_without_the_token_and_cannot_flood_the_log(deployment, idp):

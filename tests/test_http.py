@@ -7,13 +7,13 @@ import select
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from conftest import gateway_env
+from wire import wait_listening
 
 pytestmark = pytest.mark.e2e
 
@@ -54,13 +54,11 @@ def _start(
         stderr=stderr,
     )
     url = f"http://{host}:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url + "/healthz", timeout=1)  # any answer: it listens (421 for a Host it
-            return proc, url  # does not serve, when MCP_GATEWAY_ALLOWED_HOSTS names others)
-        except httpx.TransportError:
-            time.sleep(0.1)
+    # Any answer: it listens (421 for a Host it does not serve, when MCP_GATEWAY_ALLOWED_HOSTS
+    # names others).
+    with httpx.Client() as client:
+        if wait_listening(client, url, proc):
+            return proc, url
     proc.kill()
     raise AssertionError(proc.stderr.read().decode() if proc.stderr else "gateway did not start")
 
@@ -76,6 +74,14 @@ def http_gateway(tmp_path, request) -> Iterator[str]:
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    """One client for the module: ``httpx.get`` makes a client per request, and each loads
+    the CA bundle (~40 ms of CPU), even for plain http."""
+    with httpx.Client() as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
@@ -163,27 +169,23 @@ def test_stateless_calls_work_with_the_right_token(http_gateway):
 
 
 @pytest.mark.parametrize("auth", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"])
-def test_a_missing_or_wrong_token_is_401(shared_gateway, auth):
+def test_a_missing_or_wrong_token_is_401(http, shared_gateway, auth):
     headers = dict(MCP_HEADERS)
     if auth:
         headers["Authorization"] = auth
-    r = httpx.post(
-        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
-    )
+    r = http.post(shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code == 401
     assert TOKEN not in r.text
-    assert httpx.get(shared_gateway + "/readyz", headers=headers, timeout=10).status_code == 401
+    assert http.get(shared_gateway + "/readyz", headers=headers, timeout=10).status_code == 401
 
 
-def test_liveness_needs_no_token(shared_gateway):
-    assert httpx.get(shared_gateway + "/healthz", timeout=10).json() == {"status": "ok"}
+def test_liveness_needs_no_token(http, shared_gateway):
+    assert http.get(shared_gateway + "/healthz", timeout=10).json() == {"status": "ok"}
 
 
-def test_a_foreign_origin_is_403(shared_gateway):
+def test_a_foreign_origin_is_403(http, shared_gateway):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Origin": "https://evil.example"}
-    r = httpx.post(
-        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
-    )
+    r = http.post(shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code == 403
 
 
@@ -196,17 +198,17 @@ def test_serving_every_interface_needs_the_allowed_host_names(tmp_path):
 @pytest.mark.parametrize(
     "http_gateway", [{"MCP_GATEWAY_ALLOWED_HOSTS": "gw.example:*"}], indirect=True
 )
-def test_configured_host_names_are_accepted_and_others_refused(http_gateway):
+def test_configured_host_names_are_accepted_and_others_refused(http, http_gateway):
     port = http_gateway.rsplit(":", 1)[1]
     base = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"}
-    ok = httpx.post(
+    ok = http.post(
         http_gateway + "/mcp",
         json=_rpc("tools/list", {}),
         headers={**base, "Host": f"gw.example:{port}"},
         timeout=10,
     )
     assert ok.status_code == 200
-    other = httpx.post(
+    other = http.post(
         http_gateway + "/mcp",
         json=_rpc("tools/list", {}),
         headers={**base, "Host": f"127.0.0.1:{port}"},
@@ -215,11 +217,9 @@ def test_configured_host_names_are_accepted_and_others_refused(http_gateway):
     assert other.status_code == 421
 
 
-def test_a_foreign_host_header_is_refused(shared_gateway):
+def test_a_foreign_host_header_is_refused(http, shared_gateway):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}
-    r = httpx.post(
-        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
-    )
+    r = http.post(shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code in (403, 421)
 
 
@@ -233,41 +233,41 @@ def test_start_up_says_where_it_listens_and_that_a_token_is_required(http_gatewa
     assert TOKEN not in line
 
 
-def test_get_on_the_stateless_endpoint_is_405_not_an_endless_stream(shared_gateway):
+def test_get_on_the_stateless_endpoint_is_405_not_an_endless_stream(http, shared_gateway):
     headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/event-stream, application/json"}
     for method in ("GET", "DELETE"):
         # Streamed: the status arrives with the headers, even if a body would never end.
-        with httpx.stream(method, shared_gateway + "/mcp", headers=headers, timeout=5) as r:
+        with http.stream(method, shared_gateway + "/mcp", headers=headers, timeout=5) as r:
             assert r.status_code == 405 and r.headers["allow"] == "POST"
 
 
 @pytest.mark.parametrize("path", ["/readyz", "/healthz", "/mcp"])
-def test_dns_rebinding_checks_cover_every_route(shared_gateway, path):
+def test_dns_rebinding_checks_cover_every_route(http, shared_gateway, path):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    foreign_host = httpx.get(
+    foreign_host = http.get(
         shared_gateway + path, headers={**auth, "Host": "evil.example:80"}, timeout=10
     )
     assert foreign_host.status_code == 421 and "notes" not in foreign_host.text
-    foreign_origin = httpx.get(
+    foreign_origin = http.get(
         shared_gateway + path, headers={**auth, "Origin": "http://evil.example"}, timeout=10
     )
     assert foreign_origin.status_code == 403 and "notes" not in foreign_origin.text
 
 
-def test_a_loopback_alias_works_without_extra_settings(tmp_path):
+def test_a_loopback_alias_works_without_extra_settings(http, tmp_path):
     env = gateway_env(MCP_GATEWAY_PLUGINS="notes")
     proc, url = _start(tmp_path, env, host="127.0.0.2")
     try:
         line = _stderr_line(proc)
         assert f"at {url}/mcp (no token required (loopback only))" in line
-        listed = httpx.post(
+        listed = http.post(
             url + "/mcp", json=_rpc("tools/list", {}), headers=MCP_HEADERS, timeout=10
         )
         assert listed.status_code == 200 and listed.json()["result"]["tools"]
-        assert httpx.get(url + "/readyz", timeout=10).status_code == 200
+        assert http.get(url + "/readyz", timeout=10).status_code == 200
         origin = {**MCP_HEADERS, "Origin": "http://127.0.0.2:3000"}
         assert (
-            httpx.post(
+            http.post(
                 url + "/mcp", json=_rpc("tools/list", {}), headers=origin, timeout=10
             ).status_code
             == 200
@@ -278,11 +278,9 @@ def test_a_loopback_alias_works_without_extra_settings(tmp_path):
 
 
 @pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer "])
-def test_the_bearer_scheme_name_is_case_insensitive(shared_gateway, scheme):
+def test_the_bearer_scheme_name_is_case_insensitive(http, shared_gateway, scheme):
     headers = {**MCP_HEADERS, "Authorization": f"{scheme} {TOKEN}"}
-    r = httpx.post(
-        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
-    )
+    r = http.post(shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code == 200, r.text
 
 
@@ -297,10 +295,8 @@ def test_the_bearer_scheme_name_is_case_insensitive(shared_gateway, scheme):
     ],
 )
 def test_a_host_or_origin_that_only_starts_like_an_allowed_one_is_refused(
-    shared_gateway, header, value, status
+    http, shared_gateway, header, value, status
 ):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", header: value}
-    r = httpx.post(
-        shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10
-    )
+    r = http.post(shared_gateway + "/mcp", json=_rpc("tools/list", {}), headers=headers, timeout=10)
     assert r.status_code == status, r.text

@@ -204,6 +204,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_listening(
+    client: httpx.Client, url: str, proc: subprocess.Popen[Any], timeout: float = 30
+) -> bool:
+    """Whether the server at ``url`` answers (any status: it listens) before ``proc`` exits
+    or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            client.get(url + "/healthz", timeout=1)
+            return True
+        except httpx.TransportError:
+            time.sleep(0.1)
+    return False
+
+
 class HttpServer:
     """``mcp-gateway serve --transport http`` on a free loopback port."""
 
@@ -221,23 +236,19 @@ class HttpServer:
             stdout=subprocess.DEVNULL,
             **popen,
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the gateway exited: {self.stderr()}")
-            try:
-                httpx.get(self.url + "/healthz", timeout=1)
-                return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.close()
-        raise AssertionError(f"the gateway did not start: {self.stderr()}")
+        #: one client for the server's life: ``httpx.post`` makes a client per request, and
+        #: each loads the CA bundle (~40 ms of CPU) even for plain http
+        self.client = httpx.Client()
+        if not wait_listening(self.client, self.url, self.proc):
+            what = "did not start" if self.proc.poll() is None else "exited"
+            self.close()
+            raise AssertionError(f"the gateway {what}: {self.stderr()}")
 
     def rpc(
         self, method: str, params: dict[str, Any] | None = None, **headers: str
     ) -> httpx.Response:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        return httpx.post(
+        return self.client.post(
             self.url + "/mcp", json=body, headers={**MCP_HEADERS, **headers}, timeout=20
         )
 
@@ -266,6 +277,7 @@ class HttpServer:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.client.close()
         self._stderr_file.close()
 
     def __enter__(self) -> HttpServer:
