@@ -37,7 +37,7 @@ class InstalledPlugin:
 
 
 _Stat = tuple[int, int] | None
-_Folder = tuple[tuple[str, _Stat, _Stat], ...] | None  # (metadata folder, its two files)
+_Folder = tuple[tuple[str, _Stat, _Stat], ...]  # (metadata folder, its two files)
 _Key = tuple[tuple[str, ...], str, tuple[_Folder, ...]]
 _SCANS: dict[str, tuple[_Key, tuple[InstalledPlugin, ...]]] = {}
 
@@ -63,8 +63,8 @@ def _state() -> _Key:
     for entry in path:
         try:
             names = os.listdir(entry or ".")
-        except OSError:  # missing, or a file (a zip): as importlib.metadata, by its path
-            folders.append(None)
+        except OSError:  # missing, or a file (a zip): by its own time and size
+            folders.append((("", _stat(entry), None),))
             continue
         infos = []
         for name in sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))):
