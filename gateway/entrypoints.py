@@ -6,11 +6,11 @@ plugin's distribution (~10 ms of CPU). The CLI's checks and the gateway a comman
 share one scan, and so do the many gateways one process may build (the test kit builds one
 per test). Nothing is imported here: a plugin's module is imported by ``load``.
 
-A scan is reused while the import path, the distributions on it and their
-``entry_points.txt`` and ``METADATA`` files (time and size) are the ones it saw: checking that
-costs a listing of each folder on the path and two ``stat`` calls per distribution that has
-entry points (~1 ms). Installing or removing a distribution changes the listing, however soon
-after a scan; rewriting one in place changes its files' time or size.
+A scan is reused while the import path, the working directory (for relative entries) and
+the installed distributions are the ones it saw, by the fingerprint the start record and the
+schema cache key on: every ``*.dist-info`` folder with its modification time and its
+``entry_points.txt``'s size and time (~1 ms to take). Installing or removing a distribution
+changes it, however soon after a scan; so does rewriting its entry points in place.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .hookspecs import ENTRY_POINT_GROUP
+from .startrecord import distributions
 
 
 @dataclass(frozen=True)
@@ -36,52 +37,21 @@ class InstalledPlugin:
     load: Callable[[], object]
 
 
-_Stat = tuple[int, int] | None
-_Folder = tuple[tuple[str, _Stat, _Stat], ...]  # (metadata folder, its two files)
-_Key = tuple[tuple[str, ...], str, tuple[_Folder, ...]]
+_Key = tuple[tuple[str, ...], str, list[tuple[str, int, tuple[int, int] | None]]]
 _SCANS: dict[str, tuple[_Key, tuple[InstalledPlugin, ...]]] = {}
 
 
 def installed_plugins(group: str = ENTRY_POINT_GROUP) -> tuple[InstalledPlugin, ...]:
     """The group's entry points, sorted by name, then distribution."""
-    key = _state()
+    path = tuple(sys.path)
+    cwd = os.getcwd() if any(not os.path.isabs(entry) for entry in path) else ""
+    key = (path, cwd, distributions())
     seen = _SCANS.get(group)
     if seen is not None and seen[0] == key:
         return seen[1]
     found = tuple(sorted(_scan(group), key=lambda p: (p.name, p.distribution)))
     _SCANS[group] = (key, found)
     return found
-
-
-def _state() -> _Key:
-    """What a scan depends on: the import path (a relative entry, such as ``""``, by the
-    working directory) and, in each of its folders, every distribution's metadata folder with
-    its entry points and metadata files."""
-    path = tuple(sys.path)
-    cwd = os.getcwd() if any(not os.path.isabs(entry) for entry in path) else ""
-    folders: list[_Folder] = []
-    for entry in path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:  # missing, or a file (a zip): by its own time and size
-            folders.append((("", _stat(entry), None),))
-            continue
-        infos = []
-        for name in sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))):
-            info = os.path.join(entry or ".", name)
-            points = _stat(os.path.join(info, "entry_points.txt"))
-            meta = _stat(os.path.join(info, "METADATA")) if points else None
-            infos.append((name, points, meta))
-        folders.append(tuple(infos))
-    return path, cwd, tuple(folders)
-
-
-def _stat(file: str) -> _Stat:
-    try:
-        st = os.stat(file)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
 
 
 def _scan(group: str) -> list[InstalledPlugin]:

@@ -8,8 +8,8 @@ while the plugin is imported, build their validators on a tool's first call inst
 
 An entry is used only if everything a schema is derived from is unchanged, else the schemas
 are rebuilt and the entry replaced: the Python and pydantic versions, the core's files, every
-installed distribution (name, version, and its ``.dist-info`` folder's time: a reinstall
-counts), the plugin's own package files (path, size, modification time in ns: what Python's
+installed distribution (name, version, its ``.dist-info`` folder's time: a reinstall
+counts, and its entry points file's size and time), the plugin's own package files (path, size, modification time in ns: what Python's
 ``.pyc`` check uses, finer) and its settings. An entry that cannot be read, does not parse,
 holds another key or does not fit the tools is ignored. Writing goes through a temporary file
 and a rename, so a concurrent start reads the old entry or the new one, never half of one; a

@@ -10,8 +10,8 @@ and ``prompts/list`` from it and loads the plugins right after the first listing
 sent (or at once when a call comes first); calls wait for that.
 
 A record is used only when everything the listing is derived from is unchanged: the Python
-and the interpreter's path, every installed distribution (name, version and its
-``.dist-info`` folder's time: a reinstall counts), the core's and each plugin's files (path,
+and the interpreter's path, every installed distribution (name, version, its
+``.dist-info`` folder's time: a reinstall counts, and its entry points file's size and time), the core's and each plugin's files (path,
 size, modification time in ns), the configuration (every setting, ``[plugins.*]`` tables
 included), the working directory, and the values of every environment variable the plugins'
 and their backends' settings read. Values enter only a digest, never the file. What no key
@@ -81,18 +81,28 @@ def files(root: Path) -> list[tuple[str, int, int]]:
     return out
 
 
-def distributions() -> list[tuple[str, int]]:
-    """Every ``*.dist-info`` on ``sys.path`` with its folder's modification time."""
+def distributions() -> list[tuple[str, int, tuple[int, int] | None]]:
+    """Every ``*.dist-info`` on ``sys.path`` with its folder's modification time and its
+    ``entry_points.txt``'s size and time (rewritten in place, it names other modules)."""
     out = []
     for entry in sys.path:
         try:
             with os.scandir(entry or ".") as it:
                 for d in it:
                     if d.name.endswith(".dist-info"):
-                        out.append((d.name, d.stat().st_mtime_ns))
+                        points = _size_and_time(os.path.join(d.path, "entry_points.txt"))
+                        out.append((d.name, d.stat().st_mtime_ns, points))
         except OSError:
             continue
-    return sorted(out)
+    return sorted(out, key=lambda d: d[:2])
+
+
+def _size_and_time(file: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def _config_key(config: Any) -> str:
