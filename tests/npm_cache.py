@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,7 +62,7 @@ def npm_package(
             if failed is not None:
                 if not skip_unreachable:
                     raise AssertionError(failed)
-                yield failed
+                yield _one_line(failed)
                 return
         yield None
 
@@ -78,6 +79,15 @@ def _fresh(folder: Path, probe: Path) -> bool:
     return (
         probe.exists() and stamp.exists() and time.time() - stamp.stat().st_mtime < REFRESH_SECONDS
     )
+
+
+def _one_line(failure: str) -> str:
+    """``npm install X failed (code ECONNREFUSED)``: a skip reason, not npm's whole report."""
+    head, _, detail = failure.partition("\n")
+    # npm 9+ prefixes "npm error", older ones "npm ERR!"
+    lines = (re.sub(r"^npm (error|ERR!)", "", line).strip() for line in detail.splitlines())
+    first = next((line for line in lines if line), "")
+    return f"{head.rstrip(':')} ({first})" if first else head.rstrip(":")
 
 
 def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
