@@ -2,9 +2,9 @@
 
 The suite (pinned in ``conformance.py``) runs the server scenarios the 2026-07-28 revision
 requires, on that revision's stateless wire, against the gateway as a deployment serves it
-(the embedded defaults, every plugin of this checkout). Each scenario is one test: those the
-gateway passes must keep passing; those it fails today are listed once, below, and a change
-that makes one of them pass fails here until it leaves the list.
+(the embedded defaults, every plugin of this checkout). Each scenario the gateway passes is a
+test that it still does; those it fails today are listed once, below, and one test checks that
+exactly those fail, so a change that makes one pass fails here until it leaves the list.
 """
 
 from __future__ import annotations
