@@ -195,8 +195,12 @@ class Gateway:
         found = [f"{name} {what}" for name, what in fallbacks if name in offered]
         return "meanwhile " + "; ".join(found) if found else None
 
-    def offered_tools(self) -> list[OfferedTool]:
-        """The tools a client is offered, in their published form."""
+    def offered_tools(self, *, unconfigured: bool = False) -> list[OfferedTool]:
+        """The tools a client is offered, in their published form; ``unconfigured``: also
+        those offered once their backend is configured (the policy still applies), which a
+        client's settings must already allow (``claude-config``)."""
+        if unconfigured:
+            return [self._offered(t) for t in self.registry.all() if self.policy.visible(t)]
         return [self._offered(t) for t in self.visible_tools()]
 
     def offered_tool(self, name: str) -> OfferedTool | None:

@@ -359,7 +359,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
         return 1 if result.is_error else 0
 
     if args.command == "claude-config":
-        from .claude import claude_config
+        from .claude import ADD_NOTE, claude_config
 
         cc = claude_config(gateway, args.name or config.server_name, config_path=args.config)
         if args.json:
@@ -373,6 +373,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
             emit(_json(cc.settings_json()))
         elif args.add:
             emit(cc.add_command())
+            sys.stderr.write(f"mcp-gateway: note: {ADD_NOTE}\n")
         else:
             emit(cc.text())
         return 0

@@ -177,7 +177,12 @@ def test_claude_config_json_has_every_part_with_an_absolute_command(tmp_path, cl
     confirm = out["confirm_each_call"]
     assert confirm["setting"] == "none" and confirm["tools"] == []
     assert "--permission-prompt-tool" in confirm["meaning"]
-    assert [n.split(":")[0] for n in out["notes"]] == ["Trust", "Approval", "First start"]
+    assert [n.split(":")[0] for n in out["notes"]] == [
+        "Trust",
+        "Approval",
+        "First start",
+        "Mutations",
+    ]
     assert out["warnings"] == []
 
 
@@ -196,9 +201,14 @@ def test_claude_config_prints_each_part_alone_ready_to_paste(tmp_path, cli):
     settings = json.loads(cli(tmp_path, *args, "--settings", **env).stdout)
     assert set(settings) == {"enabledMcpjsonServers", "permissions"}
     assert settings["enabledMcpjsonServers"] == ["gateway"] and settings["permissions"]["ask"]
-    add = cli(tmp_path, *args, "--add", **env).stdout.splitlines()
+    added = cli(tmp_path, *args, "--add", **env)
+    add = added.stdout.splitlines()
     assert len(add) == 1 and add[0].startswith("claude mcp add --scope project ")
+    # The line alone leaves mutations unconfirmed (bypass mode, --allowedTools): said next to it.
+    assert added.stderr.startswith("mcp-gateway: note: Mutations: `claude mcp add` only adds")
+    assert "bypass mode or --allowedTools run mutations unasked" in added.stderr
     text = cli(tmp_path, *args, **env).stdout
+    assert "# or, instead of editing .mcp.json (the settings block above is still needed" in text
     assert '# confirm_each_call = "mutations"' in text
     assert "Only a person may approve: notes_add, notes_delete." in text
     assert '#   "none":' in text and '#   "destructive":' in text
