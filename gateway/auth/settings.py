@@ -174,8 +174,9 @@ class AuthConfig(BaseModel):
     algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
     leeway_seconds: float = Field(30.0, ge=0, le=300)
     jwks_cache_seconds: float = Field(600.0, ge=0, le=86400)
+    # At least a second: each made-up `kid` would otherwise cost the provider a fetch.
     jwks_refetch_seconds: float = Field(
-        30.0, ge=0, le=3600, description="Least time between two fetches for an unknown `kid`."
+        30.0, ge=1, le=3600, description="Least time between two fetches for an unknown `kid`."
     )
     http_timeout: float = Field(5.0, gt=0, le=60)
     metadata_document: Literal["auto", "openid", "oauth"] = "auto"
