@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 from .audit import AuditLog
 from .auth.identity import Identity, current_caller
-from .config import GatewayConfig, load_config, unexpanded_problem
+from .config import GatewayConfig, ToolNames, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
@@ -129,7 +129,7 @@ class Gateway:
             scopes=scopes,
         )
         self.backends = BackendHub(
-            config.plugin_table, config.env, self.sanitizer, unexpanded=config.unexpanded
+            config.plugin_settings, self.sanitizer, unexpanded=config.unexpanded
         )
         self.prompts = PromptRegistry()
         self.loader = PluginLoader(
@@ -202,6 +202,18 @@ class Gateway:
         if unconfigured:
             return [self._offered(t) for t in self.registry.all() if self.policy.visible(t)]
         return [self._offered(t) for t in self.visible_tools()]
+
+    def tool_names(self) -> ToolNames:
+        """The tool names this deployment's sources register, offered or not: what the
+        settings naming tools are checked against (:class:`gateway.config.ToolNames`)."""
+        loaded = {p.name for p in self.plugins if p.state is PluginState.LOADED}
+        return ToolNames(
+            known=frozenset(name for p in self.plugins for name in p.tools),
+            not_loaded=tuple(
+                sorted({p.name for p in self.plugins if p.state is PluginState.DISABLED} - loaded)
+            ),
+            unknown=tuple(sorted(p.name for p in self.plugins if p.state is PluginState.FAILED)),
+        )
 
     def offered_tool(self, name: str) -> OfferedTool | None:
         tool = self.registry.get(name)

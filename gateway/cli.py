@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 from .config import (
     ConfigError,
     GatewayConfig,
-    check_auth_names,
+    check_auth_plugins,
     check_plugin_names,
     check_plugin_tables,
+    check_providers,
+    check_tool_names,
     label,
     load_config,
 )
@@ -169,14 +171,35 @@ def _config_error(exc: ConfigError) -> int:
     return 2
 
 
-def _check_tables(gateway: Any, config: GatewayConfig) -> None:
+class _SettingsMistake(ConfigError):
+    """A loaded plugin's settings do not fit. ``plugins`` and ``health`` still report the
+    deployment (with that plugin failed) before they exit 2; every other command stops."""
+
+    def __init__(self, message: str, gateway: Gateway) -> None:
+        super().__init__(message)
+        self.gateway = gateway
+
+
+def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
-    loaded plugin (or its REST backend) read."""
-    installed = set(installed_plugins())
+    loaded plugin (or its REST backend) read; the plugins the deployment selected (every
+    installed one without an allow-list) must take their settings; and every setting that
+    names a tool or plugin must name one."""
+    from .entrypoints import installed_plugins as entry_points
+
+    found = entry_points()
+    installed = {p.name for p in found}
     check_plugin_tables(config, installed | config.consulted_tables)
-    whole = all(p.state.value == "loaded" for p in gateway.plugins)
-    tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None
-    check_auth_names(config, {*installed, BUILTIN}, tools)
+    mistake = next((p.settings_mistake for p in gateway.plugins if p.settings_mistake), None)
+    if mistake is not None:
+        raise _SettingsMistake(mistake, gateway)
+    check_auth_plugins(config, {*installed, BUILTIN})
+    tools = gateway.tool_names()
+    check_tool_names(config, tools)
+    dists: dict[str, set[str]] = {}
+    for p in found:
+        dists.setdefault(p.name, set()).add(p.distribution)
+    check_providers(config, tools, dists)
 
 
 def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) -> Gateway:
@@ -235,14 +258,28 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[str], None]) -> int:
+    mistake = None
+    try:
+        gateway = _build(config, traced=args.command == "call")
+    except _SettingsMistake as exc:
+        if args.command not in ("plugins", "health"):
+            return _config_error(exc)
+        # The diagnosing commands still show every plugin (this one failed, with the same
+        # line as its reason), then exit 2 like every configuration mistake.
+        gateway, mistake = exc.gateway, exc
+    except ConfigError as exc:
+        return _config_error(exc)
+    code = _run_command(args, config, gateway, emit)
+    return _config_error(mistake) if mistake is not None else code
+
+
+def _run_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
     import anyio
 
     from .logs import configure_logging
 
-    try:
-        gateway = _build(config, traced=args.command == "call")
-    except ConfigError as exc:
-        return _config_error(exc)
     # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
     configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
 
