@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .config import (
     ConfigError,
@@ -71,12 +71,119 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Help(argparse.HelpFormatter):
+    """Wraps each paragraph of a description to the terminal; keeps indented lines (the
+    examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            indent + line
+            if line.startswith("  ")
+            else super(_Help, self)._fill_text(line, width, indent)
+            for line in text.splitlines()
+        )
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command-line mistake is one line, like a configuration mistake, and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"mcp-gateway: {message} (see {self.prog} --help)\n")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text[:20]!r} is not a port: use 1 to 65535 (0: any free port)"
+        )
+    return port
+
+
+def _host(text: str) -> str:
+    """An IP address, or a host name this machine resolves: a typo (``127.0.0.l``) is said to
+    be one, not taken for a non-loopback address that needs a token."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+        return text
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is neither an IP address nor a host name this machine resolves"
+        ) from None
+    return text
+
+
+#: What each command does, its options' help and an example (its ``--help``).
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "serve": (
+        "run the MCP server (stdio by default)",
+        "Serve the installed plugins' tools over MCP: over stdio (what Claude Code starts) or, "
+        "with --transport http, as Streamable HTTP at /mcp, with /healthz and /readyz. A "
+        "configuration mistake stops it with exit code 2 and one line on stderr.",
+        "mcp-gateway serve\n"
+        "  mcp-gateway --config gw.toml serve --transport http --host 127.0.0.1 --port 8765",
+    ),
+    "plugins": (
+        "list plugins: name, version, state, reason, tool count",
+        "List the installed plugins: name, version, state (loaded, failed, disabled), why, the "
+        "tools not offered and the variable that enables them, tool count. Exit code 2 when a "
+        "plugin's settings do not fit (the table still shows every plugin).",
+        "mcp-gateway plugins\n  mcp-gateway plugins --json",
+    ),
+    "tools": (
+        "list the tools a client will see: name, plugin, tier",
+        "List the tools a client is offered: name, plugin, tier, title; with --sizes, what "
+        "each costs the model's context on every turn.",
+        "mcp-gateway tools\n  mcp-gateway tools --sizes --json",
+    ),
+    "health": (
+        "run health checks; exit 1 if a required check fails",
+        "Run every plugin's health checks once. Exit code 1 when a required check fails or a "
+        "plugin failed to load, 2 when a plugin's settings do not fit; an unconfigured "
+        "backend is reported, not a failure.",
+        "mcp-gateway health\n  MCP_GATEWAY_PLUGINS=gitea mcp-gateway health --json",
+    ),
+    "call": (
+        "call one tool through the same pipeline; print its JSON",
+        "Call one tool through the same pipeline a client's call takes (policy, validation, "
+        "breaker, timeout, sanitizing, audit) and print its JSON result; exit code 1 on an "
+        "error result.",
+        "mcp-gateway call gateway_status --args '{\"check_health\": false}'",
+    ),
+    "claude-config": (
+        "print the .mcp.json entry, the project settings and the 'claude mcp add' line",
+        "Print what to paste into Claude Code for this deployment: the .mcp.json entry (with "
+        "the settings the plugins read from the environment, secrets as ${VAR}), the "
+        ".claude/settings.json block (read tools allowed, mutation tools asked for) and the "
+        "'claude mcp add' line. Run it where the backends are configured.",
+        "mcp-gateway claude-config\n  mcp-gateway --config gw.toml claude-config --settings",
+    ),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     config_help = "TOML config file (default: $MCP_GATEWAY_CONFIG, else none)"
     # Accepted after the subcommand too; SUPPRESS keeps a value given before it.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
-    p = argparse.ArgumentParser(prog="mcp-gateway", description="A plugin-based MCP gateway.")
+    p = _Parser(
+        prog="mcp-gateway",
+        description="A plugin-based MCP gateway: one MCP server whose tools come from the "
+        "installed plugins.",
+        epilog="examples:\n  mcp-gateway serve\n  mcp-gateway tools\n"
+        "  mcp-gateway SUBCOMMAND --help",
+        formatter_class=_Help,
+    )
     p.add_argument("--config", default=None, help=config_help)
     p.add_argument(
         "--version",
@@ -84,20 +191,38 @@ def _parser() -> argparse.ArgumentParser:
         nargs=0,
         help="the core's and every installed plugin's distribution version",
     )
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
 
-    s = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
-    s.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    def command(name: str) -> argparse.ArgumentParser:
+        summary, description, example = _COMMANDS[name]
+        heading = "examples" if "\n" in example else "example"
+        return sub.add_parser(
+            name,
+            parents=[common],
+            help=summary,
+            description=description,
+            epilog=f"{heading}:\n  {example}",
+            formatter_class=_Help,
+        )
 
-    for name, text in (
-        ("plugins", "list plugins: name, version, state, reason, tool count"),
-        ("tools", "list the tools a client will see: name, plugin, tier"),
-        ("health", "run health checks; exit 1 if a required check fails"),
-    ):
-        sp = sub.add_parser(name, parents=[common], help=text)
-        sp.add_argument("--json", action="store_true", help="machine-readable output")
+    s = command("serve")
+    s.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default: what Claude Code starts) or http (Streamable HTTP at /mcp)",
+    )
+    # None: not given (only --transport http takes them; given with stdio, they are a mistake).
+    s.add_argument("--host", type=_host, default=None, help="HTTP bind address (default 127.0.0.1)")
+    s.add_argument(
+        "--port", type=_port, default=None, help="HTTP port (default 8765; 0: any free port)"
+    )
+
+    for name in ("plugins", "tools", "health"):
+        sp = command(name)
+        sp.add_argument(
+            "--json", action="store_true", help="print JSON (for programs) instead of a table"
+        )
         if name == "tools":
             sp.add_argument(
                 "--sizes",
@@ -105,17 +230,11 @@ def _parser() -> argparse.ArgumentParser:
                 help="bytes and estimated tokens each tool costs the model on every turn",
             )
 
-    c = sub.add_parser(
-        "call", parents=[common], help="call one tool through the same pipeline; print its JSON"
-    )
-    c.add_argument("tool")
-    c.add_argument("--args", default="{}", help="arguments as a JSON object")
+    c = command("call")
+    c.add_argument("tool", help="the tool's name (mcp-gateway tools lists them)")
+    c.add_argument("--args", default="{}", help="arguments as a JSON object (default {})")
 
-    cc = sub.add_parser(
-        "claude-config",
-        parents=[common],
-        help="print the .mcp.json entry, the project settings and the 'claude mcp add' line",
-    )
+    cc = command("claude-config")
     cc.add_argument(
         "--name", default=None, help="server name in Claude Code (default: server_name, gateway)"
     )
@@ -220,10 +339,33 @@ def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) 
     return gateway
 
 
+def _transport_options(args: argparse.Namespace) -> None:
+    """``--host`` and ``--port`` belong to ``--transport http``: given for stdio, they would
+    be ignored, and the operator would think the server listens there."""
+    if args.command != "serve":
+        return
+    if args.transport == "stdio":
+        given = [f"--{k}" for k in ("host", "port") if getattr(args, k) is not None]
+        if given:
+            verb = "apply" if len(given) > 1 else "applies"
+            raise ConfigError(
+                f"{' and '.join(given)} {verb} only to --transport http; stdio serves on "
+                "standard input and output (add --transport http to listen on a port)"
+            )
+        return
+    args.host = "127.0.0.1" if args.host is None else args.host
+    args.port = 8765 if args.port is None else args.port
+
+
 def _main(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `mcp-gateway` alone: what it can do
+        parser.print_help()
+        return 0
     record = None
     try:
+        _transport_options(args)
         config = load_config(args.config)
         if args.command == "serve" and args.transport == "stdio":
             from .startrecord import lookup

@@ -540,6 +540,104 @@ def test_config_is_accepted_after_the_subcommand_too(tmp_path, cli_main):
     assert _refused(bad, tmp_path) == "mcp-gateway: config file 'missing.toml' not found"
 
 
+# -- the command line ---------------------------------------------------------------------
+
+USAGE = " (see mcp-gateway serve --help)"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--port", "70000"],
+            "argument --port: '70000' is not a port: use 1 to 65535 (0: any free port)" + USAGE,
+        ),
+        (
+            ["--port", "-1"],
+            "argument --port: '-1' is not a port: use 1 to 65535 (0: any free port)" + USAGE,
+        ),
+        (
+            ["--host", "127.0.0.l"],
+            "argument --host: '127.0.0.l' is neither an IP address nor a host name this machine "
+            "resolves" + USAGE,
+        ),
+        (["--transport", "htp"], "argument --transport: invalid choice: 'htp'"),
+    ],
+)
+def test_a_bad_address_is_one_line_and_exit_2(tmp_path, args, line):
+    done = _serve(tmp_path, "serve", "--transport", "http", *args)
+    assert _refused(done, tmp_path).startswith(f"mcp-gateway: {line}")
+
+
+def test_host_and_port_without_http_are_a_mistake_not_ignored(tmp_path):
+    done = _serve(tmp_path, "serve", "--port", "8000")
+    assert _refused(done, tmp_path) == (
+        "mcp-gateway: --port applies only to --transport http; stdio serves on standard input "
+        "and output (add --transport http to listen on a port)"
+    )
+    both = _refused(_serve(tmp_path, "serve", "--host", "::1", "--port", "1"), tmp_path)
+    assert both.startswith("mcp-gateway: --host and --port apply only to --transport http")
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve(
+            tmp_path,
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            MCP_GATEWAY_PLUGINS="queue",
+        )
+    assert _refused(done, tmp_path) == (
+        f"mcp-gateway: --port {port}: port {port} on 127.0.0.1 is already in use (another "
+        "server listens there); choose another with --port"
+    )
+
+
+def test_the_command_alone_prints_its_help(tmp_path):
+    done = _serve(tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("usage: mcp-gateway ")
+    for command in ("serve", "plugins", "tools", "health", "call", "claude-config"):
+        assert f"\n    {command} " in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("serve", ["--transport", "--host", "--port", "--config"]),
+        ("plugins", ["--json", "--config"]),
+        ("tools", ["--json", "--sizes", "--config"]),
+        ("health", ["--json", "--config"]),
+        ("call", ["--args", "--config"]),
+        ("claude-config", ["--name", "--mcp-json", "--settings", "--add", "--json"]),
+    ],
+)
+def test_each_commands_help_says_what_it_does_its_options_and_an_example(
+    tmp_path, command, options, cli_main
+):
+    done = cli_main(tmp_path, command, "--help", env=gateway_env())
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    usage, what, rest = text.split("\n\n", 2)
+    assert usage.startswith(f"usage: mcp-gateway {command}")
+    assert len(what.split()) >= 12, what  # a sentence or more, not a label
+    helped = [line.split()[0] for line in rest.splitlines() if line.startswith("  --")]
+    for option in options:
+        assert option in helped, option
+        described = rest.split(option, 1)[1].split("\n  --", 1)[0]
+        assert len(described.split()) >= 3, (option, described)  # every option is explained
+    example = rest.split("\nexample", 1)[1]
+    assert f"\n  mcp-gateway {command}" in example or f" {command}" in example.splitlines()[1]
+
+
 def test_an_empty_variable_counts_as_unset_and_providers_parse(tmp_path):
     env = {
         "MCP_GATEWAY_READ_ONLY": "",
