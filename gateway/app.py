@@ -265,6 +265,35 @@ class Gateway:
     def offered_prompt(self, name: str) -> RegisteredPrompt | None:
         return next((p for p in self.offered_prompts() if p.name == name), None)
 
+    def unoffered_summary(self) -> str:
+        """What a start line adds about the tools not offered, and why, in a few words:
+        ``38 tools wait for COCKPIT_API_URL, 5 for GITEA_URL; plugin x failed to load``
+        (``""`` when every loaded tool is offered or hidden by the policy on purpose)."""
+        waiting: dict[str, int] = {}
+        for p in self.plugins:
+            for name in p.not_offered:
+                tool = self.registry.get(name)
+                backend = tool.spec.backend if tool is not None else None
+                if isinstance(backend, RestBackend):
+                    prefix = backend.settings.env_prefix
+                    what = f"{prefix}_URL" if prefix else f"[plugins.{backend.settings_table}] url"
+                else:
+                    what = f"plugin {p.name}'s backend settings"
+                waiting[what] = waiting.get(what, 0) + 1
+        parts = []
+        ranked = sorted(waiting.items(), key=lambda item: -item[1])  # the most first
+        for i, (what, count) in enumerate(ranked):
+            tools = f"{count} tool{'s' if count != 1 else ''} " if i == 0 else f"{count} "
+            verb = ("waits" if count == 1 else "wait") + " for " if i == 0 else "for "
+            parts.append(f"{tools}{verb}{what}")
+        out = ", ".join(parts)
+        failed = [p.name for p in self.plugins if p.state is PluginState.FAILED]
+        if failed:
+            plugins = "plugin" if len(failed) == 1 else "plugins"
+            out += "; " if out else ""
+            out += f"{plugins} {', '.join(failed)} failed to load (mcp-gateway plugins says why)"
+        return out
+
     def instructions(self) -> str:
         return build_instructions(
             self.plugins,

@@ -596,9 +596,13 @@ def _serve_guarded(
                     "answering the first listing from the last start's record; the plugins "
                     "load after it"
                 )
-            if interactive:  # started by hand: say that it runs and how to stop it
+            if interactive:  # started by hand: say that it runs, what is missing, how to stop
                 count = len(record.tools) if record else len(gateway.offered_tools())
-                sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
+                missing = gateway.unoffered_summary() if gateway.loaded else ""
+                sys.stderr.write(
+                    f"mcp-gateway: serving {count} tool{'' if count == 1 else 's'} over stdio"
+                    f"{'; ' + missing if missing else ''}; Ctrl-C to stop\n"
+                )
                 sys.stderr.flush()
             resume_collector()
             run_stdio(gateway, wire, guard, record)

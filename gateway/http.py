@@ -290,6 +290,7 @@ def serve_http(
         auth = "bearer token required (MCP_GATEWAY_TOKEN)"
     else:
         auth = "no token required (loopback only)"
+    missing = gateway.unoffered_summary()
 
     class _Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -302,7 +303,8 @@ def serve_http(
                 bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
                 shown = f"[{host.strip('[]')}]" if ":" in host else host
                 sys.stderr.write(
-                    f"mcp-gateway: serving MCP at http://{shown}:{bound}{MCP_PATH} ({auth})\n"
+                    f"mcp-gateway: serving MCP at http://{shown}:{bound}{MCP_PATH} ({auth})"
+                    f"{'; ' + missing if missing else ''}\n"
                 )
                 sys.stderr.flush()
 
