@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 from .audit import AuditLog
 from .auth.identity import Identity, current_caller
-from .config import GatewayConfig, load_config, unexpanded_problem
+from .config import GatewayConfig, ToolNames, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
@@ -129,7 +129,7 @@ class Gateway:
             scopes=scopes,
         )
         self.backends = BackendHub(
-            config.plugin_table, config.env, self.sanitizer, unexpanded=config.unexpanded
+            config.plugin_settings, self.sanitizer, unexpanded=config.unexpanded
         )
         self.prompts = PromptRegistry()
         self.loader = PluginLoader(
@@ -195,9 +195,25 @@ class Gateway:
         found = [f"{name} {what}" for name, what in fallbacks if name in offered]
         return "meanwhile " + "; ".join(found) if found else None
 
-    def offered_tools(self) -> list[OfferedTool]:
-        """The tools a client is offered, in their published form."""
+    def offered_tools(self, *, unconfigured: bool = False) -> list[OfferedTool]:
+        """The tools a client is offered, in their published form; ``unconfigured``: also
+        those offered once their backend is configured (the policy still applies), which a
+        client's settings must already allow (``claude-config``)."""
+        if unconfigured:
+            return [self._offered(t) for t in self.registry.all() if self.policy.visible(t)]
         return [self._offered(t) for t in self.visible_tools()]
+
+    def tool_names(self) -> ToolNames:
+        """The tool names this deployment's sources register, offered or not: what the
+        settings naming tools are checked against (:class:`gateway.config.ToolNames`)."""
+        loaded = {p.name for p in self.plugins if p.state is PluginState.LOADED}
+        return ToolNames(
+            known=frozenset(name for p in self.plugins for name in p.tools),
+            not_loaded=tuple(
+                sorted({p.name for p in self.plugins if p.state is PluginState.DISABLED} - loaded)
+            ),
+            unknown=tuple(sorted(p.name for p in self.plugins if p.state is PluginState.FAILED)),
+        )
 
     def offered_tool(self, name: str) -> OfferedTool | None:
         tool = self.registry.get(name)
@@ -248,6 +264,35 @@ class Gateway:
 
     def offered_prompt(self, name: str) -> RegisteredPrompt | None:
         return next((p for p in self.offered_prompts() if p.name == name), None)
+
+    def unoffered_summary(self) -> str:
+        """What a start line adds about the tools not offered, and why, in a few words:
+        ``38 tools wait for COCKPIT_API_URL, 5 for GITEA_URL; plugin x failed to load``
+        (``""`` when every loaded tool is offered or hidden by the policy on purpose)."""
+        waiting: dict[str, int] = {}
+        for p in self.plugins:
+            for name in p.not_offered:
+                tool = self.registry.get(name)
+                backend = tool.spec.backend if tool is not None else None
+                if isinstance(backend, RestBackend):
+                    prefix = backend.settings.env_prefix
+                    what = f"{prefix}_URL" if prefix else f"[plugins.{backend.settings_table}] url"
+                else:
+                    what = f"plugin {p.name}'s backend settings"
+                waiting[what] = waiting.get(what, 0) + 1
+        parts = []
+        ranked = sorted(waiting.items(), key=lambda item: -item[1])  # the most first
+        for i, (what, count) in enumerate(ranked):
+            tools = f"{count} tool{'s' if count != 1 else ''} " if i == 0 else f"{count} "
+            verb = ("waits" if count == 1 else "wait") + " for " if i == 0 else "for "
+            parts.append(f"{tools}{verb}{what}")
+        out = ", ".join(parts)
+        failed = [p.name for p in self.plugins if p.state is PluginState.FAILED]
+        if failed:
+            plugins = "plugin" if len(failed) == 1 else "plugins"
+            out += "; " if out else ""
+            out += f"{plugins} {', '.join(failed)} failed to load (mcp-gateway plugins says why)"
+        return out
 
     def instructions(self) -> str:
         return build_instructions(

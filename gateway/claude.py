@@ -66,6 +66,14 @@ NOTES = (
     'without" leaves its tools out until you enable it under /mcp.',
 )
 
+#: Said next to the ``claude mcp add`` line: the line alone leaves mutations unconfirmed.
+ADD_NOTE = (
+    "Mutations: `claude mcp add` only adds the server; the ask rules of the settings block "
+    "(.claude/settings.json, claude-config --settings) are what make Claude Code ask before "
+    "each mutation tool call. Without them, bypass mode or --allowedTools run mutations "
+    "unasked."
+)
+
 SIGN_IN = (
     "Sign in: the gateway takes OAuth access tokens; in Claude Code, /mcp → {name} → "
     "Authenticate opens the identity provider's sign-in (docs/auth.md)."
@@ -102,7 +110,7 @@ class ClaudeConfig:
     url: str | None = None
 
     def notes(self) -> list[str]:
-        return [*NOTES, *([SIGN_IN.format(name=self.name)] if self.url else [])]
+        return [*NOTES, ADD_NOTE, *([SIGN_IN.format(name=self.name)] if self.url else [])]
 
     def mcp_json(self) -> dict[str, Any]:
         """The whole ``.mcp.json`` document with this one server."""
@@ -163,7 +171,8 @@ class ClaudeConfig:
                 json.dumps(self.settings_json(), indent=2, ensure_ascii=False),
                 *[f"# {note}" for note in self.notes()],
                 "",
-                "# or, instead of editing .mcp.json:",
+                "# or, instead of editing .mcp.json (the settings block above is still needed: "
+                "without its ask rules, bypass mode or --allowedTools run mutations unasked):",
                 self.add_command(),
                 "",
                 f'# confirm_each_call = "{self.confirm_each_call}": '
@@ -199,7 +208,10 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
     }
     plugins = plugin_env(gateway)
     env = dict(sorted({**env, **plugins.env}.items()))
-    tools = gateway.offered_tools()
+    # Every tool the deployment offers once its backends are configured: a variable exported
+    # later (Claude Code passes its own environment on) adds tools, and the settings must
+    # already allow the reads and ask for the mutations, or a headless run refuses them all.
+    tools = gateway.offered_tools(unconfigured=True)
     allow = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.READ)
     ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
     confirmed = sorted(t.name for t in tools if t.person_must_approve)

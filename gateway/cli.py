@@ -12,14 +12,16 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .config import (
     ConfigError,
     GatewayConfig,
-    check_auth_names,
+    check_auth_plugins,
     check_plugin_names,
     check_plugin_tables,
+    check_providers,
+    check_tool_names,
     label,
     load_config,
 )
@@ -69,12 +71,119 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Help(argparse.HelpFormatter):
+    """Wraps each paragraph of a description to the terminal; keeps indented lines (the
+    examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            indent + line
+            if line.startswith("  ")
+            else super(_Help, self)._fill_text(line, width, indent)
+            for line in text.splitlines()
+        )
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command-line mistake is one line, like a configuration mistake, and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"mcp-gateway: {message} (see {self.prog} --help)\n")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text[:20]!r} is not a port: use 1 to 65535 (0: any free port)"
+        )
+    return port
+
+
+def _host(text: str) -> str:
+    """An IP address, or a host name this machine resolves: a typo (``127.0.0.l``) is said to
+    be one, not taken for a non-loopback address that needs a token."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+        return text
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is neither an IP address nor a host name this machine resolves"
+        ) from None
+    return text
+
+
+#: What each command does, its options' help and an example (its ``--help``).
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "serve": (
+        "run the MCP server (stdio by default)",
+        "Serve the installed plugins' tools over MCP: over stdio (what Claude Code starts) or, "
+        "with --transport http, as Streamable HTTP at /mcp, with /healthz and /readyz. A "
+        "configuration mistake stops it with exit code 2 and one line on stderr.",
+        "mcp-gateway serve\n"
+        "  mcp-gateway --config gw.toml serve --transport http --host 127.0.0.1 --port 8765",
+    ),
+    "plugins": (
+        "list plugins: name, version, state, reason, tool count",
+        "List the installed plugins: name, version, state (loaded, failed, disabled), why, the "
+        "tools not offered and the variable that enables them, tool count. Exit code 2 when a "
+        "plugin's settings do not fit (the table still shows every plugin).",
+        "mcp-gateway plugins\n  mcp-gateway plugins --json",
+    ),
+    "tools": (
+        "list the tools a client will see: name, plugin, tier",
+        "List the tools a client is offered: name, plugin, tier, title; with --sizes, what "
+        "each costs the model's context on every turn.",
+        "mcp-gateway tools\n  mcp-gateway tools --sizes --json",
+    ),
+    "health": (
+        "run health checks; exit 1 if a required check fails",
+        "Run every plugin's health checks once. Exit code 1 when a required check fails or a "
+        "plugin failed to load, 2 when a plugin's settings do not fit; an unconfigured "
+        "backend is reported, not a failure.",
+        "mcp-gateway health\n  MCP_GATEWAY_PLUGINS=gitea mcp-gateway health --json",
+    ),
+    "call": (
+        "call one tool through the same pipeline; print its JSON",
+        "Call one tool through the same pipeline a client's call takes (policy, validation, "
+        "breaker, timeout, sanitizing, audit) and print its JSON result; exit code 1 on an "
+        "error result.",
+        "mcp-gateway call gateway_status --args '{\"check_health\": false}'",
+    ),
+    "claude-config": (
+        "print the .mcp.json entry, the project settings and the 'claude mcp add' line",
+        "Print what to paste into Claude Code for this deployment: the .mcp.json entry (with "
+        "the settings the plugins read from the environment, secrets as ${VAR}), the "
+        ".claude/settings.json block (read tools allowed, mutation tools asked for) and the "
+        "'claude mcp add' line. Run it where the backends are configured.",
+        "mcp-gateway claude-config\n  mcp-gateway --config gw.toml claude-config --settings",
+    ),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     config_help = "TOML config file (default: $MCP_GATEWAY_CONFIG, else none)"
     # Accepted after the subcommand too; SUPPRESS keeps a value given before it.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
-    p = argparse.ArgumentParser(prog="mcp-gateway", description="A plugin-based MCP gateway.")
+    p = _Parser(
+        prog="mcp-gateway",
+        description="A plugin-based MCP gateway: one MCP server whose tools come from the "
+        "installed plugins.",
+        epilog="examples:\n  mcp-gateway serve\n  mcp-gateway tools\n"
+        "  mcp-gateway SUBCOMMAND --help",
+        formatter_class=_Help,
+    )
     p.add_argument("--config", default=None, help=config_help)
     p.add_argument(
         "--version",
@@ -82,20 +191,38 @@ def _parser() -> argparse.ArgumentParser:
         nargs=0,
         help="the core's and every installed plugin's distribution version",
     )
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
 
-    s = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
-    s.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    def command(name: str) -> argparse.ArgumentParser:
+        summary, description, example = _COMMANDS[name]
+        heading = "examples" if "\n" in example else "example"
+        return sub.add_parser(
+            name,
+            parents=[common],
+            help=summary,
+            description=description,
+            epilog=f"{heading}:\n  {example}",
+            formatter_class=_Help,
+        )
 
-    for name, text in (
-        ("plugins", "list plugins: name, version, state, reason, tool count"),
-        ("tools", "list the tools a client will see: name, plugin, tier"),
-        ("health", "run health checks; exit 1 if a required check fails"),
-    ):
-        sp = sub.add_parser(name, parents=[common], help=text)
-        sp.add_argument("--json", action="store_true", help="machine-readable output")
+    s = command("serve")
+    s.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default: what Claude Code starts) or http (Streamable HTTP at /mcp)",
+    )
+    # None: not given (only --transport http takes them; given with stdio, they are a mistake).
+    s.add_argument("--host", type=_host, default=None, help="HTTP bind address (default 127.0.0.1)")
+    s.add_argument(
+        "--port", type=_port, default=None, help="HTTP port (default 8765; 0: any free port)"
+    )
+
+    for name in ("plugins", "tools", "health"):
+        sp = command(name)
+        sp.add_argument(
+            "--json", action="store_true", help="print JSON (for programs) instead of a table"
+        )
         if name == "tools":
             sp.add_argument(
                 "--sizes",
@@ -103,17 +230,11 @@ def _parser() -> argparse.ArgumentParser:
                 help="bytes and estimated tokens each tool costs the model on every turn",
             )
 
-    c = sub.add_parser(
-        "call", parents=[common], help="call one tool through the same pipeline; print its JSON"
-    )
-    c.add_argument("tool")
-    c.add_argument("--args", default="{}", help="arguments as a JSON object")
+    c = command("call")
+    c.add_argument("tool", help="the tool's name (mcp-gateway tools lists them)")
+    c.add_argument("--args", default="{}", help="arguments as a JSON object (default {})")
 
-    cc = sub.add_parser(
-        "claude-config",
-        parents=[common],
-        help="print the .mcp.json entry, the project settings and the 'claude mcp add' line",
-    )
+    cc = command("claude-config")
     cc.add_argument(
         "--name", default=None, help="server name in Claude Code (default: server_name, gateway)"
     )
@@ -169,14 +290,35 @@ def _config_error(exc: ConfigError) -> int:
     return 2
 
 
-def _check_tables(gateway: Any, config: GatewayConfig) -> None:
+class _SettingsMistake(ConfigError):
+    """A loaded plugin's settings do not fit. ``plugins`` and ``health`` still report the
+    deployment (with that plugin failed) before they exit 2; every other command stops."""
+
+    def __init__(self, message: str, gateway: Gateway) -> None:
+        super().__init__(message)
+        self.gateway = gateway
+
+
+def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
-    loaded plugin (or its REST backend) read."""
-    installed = set(installed_plugins())
+    loaded plugin (or its REST backend) read; the plugins the deployment selected (every
+    installed one without an allow-list) must take their settings; and every setting that
+    names a tool or plugin must name one."""
+    from .entrypoints import installed_plugins as entry_points
+
+    found = entry_points()
+    installed = {p.name for p in found}
     check_plugin_tables(config, installed | config.consulted_tables)
-    whole = all(p.state.value == "loaded" for p in gateway.plugins)
-    tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None
-    check_auth_names(config, {*installed, BUILTIN}, tools)
+    mistake = next((p.settings_mistake for p in gateway.plugins if p.settings_mistake), None)
+    if mistake is not None:
+        raise _SettingsMistake(mistake, gateway)
+    check_auth_plugins(config, {*installed, BUILTIN})
+    tools = gateway.tool_names()
+    check_tool_names(config, tools)
+    dists: dict[str, set[str]] = {}
+    for p in found:
+        dists.setdefault(p.name, set()).add(p.distribution)
+    check_providers(config, tools, dists)
 
 
 def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) -> Gateway:
@@ -197,10 +339,33 @@ def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) 
     return gateway
 
 
+def _transport_options(args: argparse.Namespace) -> None:
+    """``--host`` and ``--port`` belong to ``--transport http``: given for stdio, they would
+    be ignored, and the operator would think the server listens there."""
+    if args.command != "serve":
+        return
+    if args.transport == "stdio":
+        given = [f"--{k}" for k in ("host", "port") if getattr(args, k) is not None]
+        if given:
+            verb = "apply" if len(given) > 1 else "applies"
+            raise ConfigError(
+                f"{' and '.join(given)} {verb} only to --transport http; stdio serves on "
+                "standard input and output (add --transport http to listen on a port)"
+            )
+        return
+    args.host = "127.0.0.1" if args.host is None else args.host
+    args.port = 8765 if args.port is None else args.port
+
+
 def _main(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `mcp-gateway` alone: what it can do
+        parser.print_help()
+        return 0
     record = None
     try:
+        _transport_options(args)
         config = load_config(args.config)
         if args.command == "serve" and args.transport == "stdio":
             from .startrecord import lookup
@@ -235,14 +400,28 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[str], None]) -> int:
+    mistake = None
+    try:
+        gateway = _build(config, traced=args.command == "call")
+    except _SettingsMistake as exc:
+        if args.command not in ("plugins", "health"):
+            return _config_error(exc)
+        # The diagnosing commands still show every plugin (this one failed, with the same
+        # line as its reason), then exit 2 like every configuration mistake.
+        gateway, mistake = exc.gateway, exc
+    except ConfigError as exc:
+        return _config_error(exc)
+    code = _run_command(args, config, gateway, emit)
+    return _config_error(mistake) if mistake is not None else code
+
+
+def _run_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
     import anyio
 
     from .logs import configure_logging
 
-    try:
-        gateway = _build(config, traced=args.command == "call")
-    except ConfigError as exc:
-        return _config_error(exc)
     # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
     configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
 
@@ -359,7 +538,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
         return 1 if result.is_error else 0
 
     if args.command == "claude-config":
-        from .claude import claude_config
+        from .claude import ADD_NOTE, claude_config
 
         cc = claude_config(gateway, args.name or config.server_name, config_path=args.config)
         if args.json:
@@ -373,6 +552,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
             emit(_json(cc.settings_json()))
         elif args.add:
             emit(cc.add_command())
+            sys.stderr.write(f"mcp-gateway: note: {ADD_NOTE}\n")
         else:
             emit(cc.text())
         return 0
@@ -416,9 +596,13 @@ def _serve_guarded(
                     "answering the first listing from the last start's record; the plugins "
                     "load after it"
                 )
-            if interactive:  # started by hand: say that it runs and how to stop it
+            if interactive:  # started by hand: say that it runs, what is missing, how to stop
                 count = len(record.tools) if record else len(gateway.offered_tools())
-                sys.stderr.write(f"mcp-gateway: serving {count} tools over stdio; Ctrl-C to stop\n")
+                missing = gateway.unoffered_summary() if gateway.loaded else ""
+                sys.stderr.write(
+                    f"mcp-gateway: serving {count} tool{'' if count == 1 else 's'} over stdio"
+                    f"{'; ' + missing if missing else ''}; Ctrl-C to stop\n"
+                )
                 sys.stderr.flush()
             resume_collector()
             run_stdio(gateway, wire, guard, record)

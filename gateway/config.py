@@ -28,8 +28,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -48,8 +49,11 @@ from .configfile import TomlLines, closest
 from .configkit import ConfigError as ConfigError
 from .configkit import env_field as env_field
 from .configkit import field_env_names as field_env_names
+from .configkit import file_value_problem, is_secret
 from .configkit import resolve_env_refs as resolve_env_refs
 from .configkit import value_reason as value_reason
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 if TYPE_CHECKING:
     # Imported where they are used: importing the config does not import those packages.
@@ -61,7 +65,16 @@ ConfirmEachCall = Literal["destructive", "mutations", "none"]
 #: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: The shortest time a time setting takes: below it, every call or check would time out.
+LEAST_SECONDS = 0.1
+#: A day: the longest a call may run, a result be reused or a breaker stay open.
+DAY = 86400.0
+
+
+def _seconds(default: float, most: float, description: str) -> Any:
+    return Field(default, ge=LEAST_SECONDS, le=most, allow_inf_nan=False, description=description)
+
+
 SECTIONS = ("gateway", "plugins", "telemetry", "auth")
 
 
@@ -94,9 +107,7 @@ class GatewaySettings(BaseModel):
             "distribution name"
         ),
     )
-    default_timeout: Seconds = Field(
-        30.0, description="Seconds per call unless a tool sets its own"
-    )
+    default_timeout: float = _seconds(30.0, DAY, "Seconds per call unless a tool sets its own")
     data_roots: list[Path] = Field(
         default_factory=list,
         description="Folders path arguments must stay inside; empty means the working directory",
@@ -104,12 +115,14 @@ class GatewaySettings(BaseModel):
     audit_log: Path | None = Field(
         None, description="Mutation audit log; unset means the user's state directory"
     )
-    health_timeout: Seconds = Field(5.0, description="Seconds per health check by default")
-    health_cache_seconds: Seconds = Field(15.0, description="How long a health result is reused")
-    breaker_failures: int = Field(3, gt=0, description="Failures in a row that open a breaker")
-    breaker_reset_seconds: Seconds = Field(30.0, description="Then one probe call is let through")
-    resource_timeout: Seconds = Field(10.0, description="Per plugin open/close_resources")
-    load_timeout: Seconds = Field(5.0, description="Per plugin import and load-time hooks")
+    health_timeout: float = _seconds(5.0, 300.0, "Seconds per health check by default")
+    health_cache_seconds: float = _seconds(15.0, DAY, "How long a health result is reused")
+    breaker_failures: int = Field(
+        3, ge=1, le=1000, description="Failures in a row that open a breaker"
+    )
+    breaker_reset_seconds: float = _seconds(30.0, DAY, "Then one probe call is let through")
+    resource_timeout: float = _seconds(10.0, 600.0, "Per plugin open/close_resources")
+    load_timeout: float = _seconds(5.0, 600.0, "Per plugin import and load-time hooks")
     token: SecretStr | None = Field(None, description="Bearer token for the HTTP transport")
     allowed_hosts: list[str] = Field(default_factory=list, description="Host headers HTTP accepts")
     allowed_origins: list[str] = Field(default_factory=list, description="Origins HTTP accepts")
@@ -161,13 +174,67 @@ class GatewayConfig(GatewaySettings):
     #: Variables left out of ``env`` because they hold a reference to an unset variable
     #: (``${NAME}``, as Claude Code leaves it), with the ``NAME`` each refers to.
     unexpanded: dict[str, str] = Field(default_factory=dict)
-    #: Where each setting and ``[plugins.<name>]`` table came from, for error messages.
+    #: Where each setting, ``[plugins.<name>]`` table and key in one came from, for error
+    #: messages (``plugins.gitea.url`` → ``gw.toml:7``).
     origins: dict[str, str] = Field(default_factory=dict)
+    #: The ``plugins.<name>.<key>`` the file wrote as ``{ "$env" = "NAME" }`` references.
+    references: set[str] = Field(default_factory=set)
     _consulted: set[str] = PrivateAttr(default_factory=set)
 
     def plugin_table(self, name: str) -> dict[str, Any]:
         self._consulted.add(name)
         return dict(self.plugin_tables.get(name, {}))
+
+    def plugin_settings(self, model: type[_Model], table: str) -> _Model:
+        """``model`` filled from ``[plugins.<table>]``, each field's variables over it (the
+        first set one wins; a REST backend's ``env_suffix`` fields read
+        ``<env_prefix>_<suffix>``): how every plugin and REST backend gets its settings.
+
+        A value that does not fit is a :class:`ConfigError` of one line, as for the core's own
+        settings: the variable or the file's line and key, what is wrong (with the range of a
+        number) and the closest valid name, e.g. ``gw.toml:5: [plugins.orchestrator] urll:
+        unknown setting; did you mean url?`` or ``COCKPIT_API_URL: must be an http:// or
+        https:// URL …, not 'ftp://x'``. A secret's value is never shown."""
+        raw = self.plugin_table(table)
+        variables = field_env_names(model)
+
+        def where(key: str) -> str:
+            line = self.origins.get(f"plugins.{table}.{key}") or self.origins.get(
+                f"plugins.{table}"
+            )
+            return f"{line}: [plugins.{table}] {key}" if line else f"[plugins.{table}] {key}"
+
+        for key, value in raw.items():
+            if f"plugins.{table}.{key}" in self.origins and (
+                f"plugins.{table}.{key}" not in self.references
+            ):
+                names = variables.get(key) or []
+                problem = file_value_problem(
+                    model, key, value, variable=names[0] if names else None
+                )
+                if problem:
+                    raise ConfigError(f"{where(key)}{problem}")
+        values = resolve_env_refs(raw, self.env)
+        chosen: dict[str, str] = {}
+        for key, names in variables.items():
+            name = next((n for n in names if self.env.get(n, "") != ""), None)
+            if name is not None:
+                values[key], chosen[key] = self.env[name], name
+        try:
+            return model.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            key = str(error["loc"][0]) if error["loc"] else ""
+            # Never shown: a secret's value, or a URL's with credentials in it.
+            hidden = frozenset(k for k, f in model.model_fields.items() if is_secret(f.annotation))
+            given = error.get("input")
+            if isinstance(given, str) and "@" in given:
+                hidden |= {key}
+            if not key:  # the model's own check of several fields: its message says which
+                msg = str(error["msg"]).removeprefix("Value error, ")
+                raise ConfigError(f"{where('').rstrip()}: {msg}") from None
+            reason = value_reason(key, error, model, hidden=hidden)
+            raise ConfigError(f"{chosen.get(key) or where(key)}: {reason}") from None
 
     @property
     def consulted_tables(self) -> set[str]:
@@ -254,16 +321,53 @@ def _resolve_refs(value: Any, env: Mapping[str, str], where: str) -> Any:
     return value
 
 
+#: A configuration file is a few kilobytes: more is not one (a log, a device), and is not read.
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def _read_file(path: Path) -> tuple[dict[str, Any], TomlLines]:
+    """The file's settings and lines. Only a regular file is read, and only up to
+    :data:`MAX_CONFIG_BYTES`: a FIFO, a device or a folder given as the file is refused at
+    once, never waited on or read without end. Errors name the path as it was given."""
+    import stat
     import tomllib  # only a deployment with a file pays for the parser (~3 ms of import)
 
+    shown = str(path)
     try:
-        text = path.read_bytes().decode()
-        return tomllib.loads(text), TomlLines(path.name, text)
+        # Non-blocking: opening a FIFO must not wait for a writer (its type is refused below).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise ConfigError(f"config file {path.name!r} not found") from None
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config file {path.name!r} cannot be read: {exc}") from None
+        raise ConfigError(f"config file {shown!r} not found") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {shown!r} cannot be read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"config file {shown!r} is a folder, not a file")
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else ""
+            kind = kind or "a device"
+            raise ConfigError(f"config file {shown!r} is {kind}, not a regular file")
+        data = b""
+        while len(data) <= MAX_CONFIG_BYTES:
+            chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"config file {shown!r} is larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB: "
+                "not a configuration file"
+            )
+    except OSError as exc:
+        raise ConfigError(f"config file {shown!r} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    try:
+        text = data.decode()
+        return tomllib.loads(text), TomlLines(path.name, text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {shown!r} cannot be read: {exc}") from None
 
 
 def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
@@ -317,6 +421,7 @@ def load_config(
     origins: dict[str, str] = {}
     for key, value in data.get("gateway", {}).items():
         origins[key] = lines.where(("gateway", key))
+        _check_written(GatewaySettings, key, value, f"{origins[key]}: [gateway] {key}")
         values[key] = _resolve_refs(value, env, f"{origins[key]}: [gateway] {key}")
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}CONFIG" or value == "":
@@ -335,25 +440,40 @@ def load_config(
     settings = _validate(values, origins)
 
     tables: dict[str, dict[str, Any]] = {}
+    references: set[str] = set()
     for name, table in data.get("plugins", {}).items():
         origins[f"plugins.{name}"] = lines.where(("plugins", name))
-        tables[name] = {
-            k: _resolve_refs(v, env, f"{lines.where(('plugins', name, k))}: [plugins.{name}] {k}")
-            for k, v in table.items()
-        }
+        tables[name] = {}
+        for k, v in table.items():
+            # Each key's line, and whether it was written as a $env reference: a plugin's
+            # settings are checked against its model only once the plugin is loaded.
+            origins[f"plugins.{name}.{k}"] = lines.where(("plugins", name, k))
+            if _is_reference(v):
+                references.add(f"plugins.{name}.{k}")
+            tables[name][k] = _resolve_refs(
+                v, env, f"{origins[f'plugins.{name}.{k}']}: [plugins.{name}] {k}"
+            )
 
     def telemetry_where(key: str) -> str:
         return f"{lines.where(('telemetry', key))}: [telemetry] {key}"
 
+    if data.get("telemetry"):
+        from .telemetry.settings import TelemetrySettings
+
+        for k, v in data["telemetry"].items():
+            _check_written(TelemetrySettings, k, v, telemetry_where(k))
     telemetry_table = {
         k: _resolve_refs(v, env, telemetry_where(k)) for k, v in data.get("telemetry", {}).items()
     }
     auth = _load_auth(data.get("auth"), env, lines, settings, origins)
     roots = [(r if r.is_absolute() else base / r).resolve() for r in settings.data_roots]
     audit = settings.audit_log or default_audit_log(env)
+    audit = audit if audit.is_absolute() else base / audit
+    if settings.audit_log is not None:
+        _check_audit_log(audit, label(origins.get("audit_log", "audit_log"), "audit_log"))
     resolved: dict[str, Any] = {
         "data_roots": roots or [base],
-        "audit_log": audit if audit.is_absolute() else base / audit,
+        "audit_log": audit,
         "plugin_tables": tables,
         "auth": auth,
         "env": env,
@@ -361,8 +481,53 @@ def load_config(
         "telemetry": _telemetry(telemetry_table, env, telemetry_where),
         "source": source,
         "origins": origins,
+        "references": references,
     }
     return GatewayConfig.model_construct(**{**dict(settings), **resolved})
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"$env"}
+
+
+def _check_written(model: type[BaseModel], key: str, value: Any, where: str) -> None:
+    """A value as the file has it fits the file's stricter rules (see file_value_problem)."""
+    if _is_reference(value):
+        return
+    names = field_env_names(model).get(key) or (
+        [ENV_PREFIX + key.upper()] if model is GatewaySettings else []
+    )
+    problem = file_value_problem(model, key, value, variable=names[0] if names else None)
+    if problem:
+        raise ConfigError(f"{where}{problem}")
+
+
+def _check_audit_log(path: Path, setting: str) -> None:
+    """A configured audit log must be a file the gateway can append to, or one it can create:
+    otherwise every mutation would be refused at its call (the log fails closed), so the
+    start is refused instead. Its folders are created on the first write."""
+    shown = path.name or str(path)
+    if path.is_dir():
+        raise ConfigError(f"{setting}: {shown!r} is a folder; name a file, e.g. audit.jsonl")
+    if path.exists():
+        if not path.is_file():
+            raise ConfigError(f"{setting}: {shown!r} is not a regular file")
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{setting}: {shown!r} cannot be written (permission denied)")
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(
+            f"{setting}: {shown!r} cannot be created: {parent.name!r} on its path is a file, "
+            "not a folder"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{setting}: {shown!r} cannot be created: its folder {parent.name or parent!s} "
+            "cannot be written (permission denied)"
+        )
 
 
 def _telemetry(
@@ -394,23 +559,105 @@ def _load_auth(
     return load_auth_config(table, env, static_token=token, locate=lines.where)
 
 
-def check_auth_names(config: GatewayConfig, plugins: set[str], tools: set[str] | None) -> None:
-    """Every ``[auth.plugin_scopes.<name>]`` names an installed plugin, every key of
-    ``[auth.tool_scopes]`` a tool some plugin registers: a misspelt name would leave that tool
-    needing only its tier's scope, less than the deployment meant. ``tools`` is ``None`` when
-    not every installed plugin loaded (their tools are then unknown, so none is refused)."""
-    if config.auth is None:
-        return
-    for kind, known, what in (
-        ("plugin_scopes", plugins, "no plugin called {!r} is installed"),
-        ("tool_scopes", tools, "no plugin registers a tool called {!r}"),
-    ):
-        for name in getattr(config.auth, kind):
-            if known is None or name in known:
-                continue
-            where = config.origins.get(f"auth.{kind}.{name}", config.source)
-            hint = closest(name, sorted(known))
-            raise ConfigError(f"{where}: [auth.{kind}] {name}: {what.format(name)}{hint}")
+@dataclass(frozen=True)
+class ToolNames:
+    """The tool names this deployment's sources register, offered or not: what the settings
+    that name tools (``deny_tools``, ``[auth.tool_scopes]``, ``providers``) are checked
+    against, so that a misspelt name stops the start instead of leaving a tool callable, or
+    needing less than the deployment meant.
+
+    Each source of tools adds its names: the loaded plugins (a tool a name collision withholds
+    counts), and a later source (an upstream MCP server) the same way. A plugin that is not
+    loaded (not selected) is not imported, so its tools are not known: ``not_loaded`` names
+    those plugins for the message. A source that failed before it registered (a plugin that
+    cannot be imported) leaves its names unknown, ``unknown``: a name no known source registers
+    is then let through, as it may be one of those, rather than stopping every other plugin
+    over one already reported broken."""
+
+    known: frozenset[str]
+    not_loaded: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+
+    def problem(self, name: str) -> str | None:
+        """Why ``name`` names no tool (with the closest one), or ``None``."""
+        if name in self.known or self.unknown:
+            return None
+        if not self.not_loaded:
+            return f"no plugin registers a tool called {name!r}{closest(name, sorted(self.known))}"
+        return (
+            f"no loaded plugin registers a tool called {name!r} (not loaded: "
+            f"{', '.join(self.not_loaded)}){closest(name, sorted(self.known))}"
+        )
+
+
+def check_tool_names(config: GatewayConfig, tools: ToolNames) -> None:
+    """Every name in ``deny_tools`` (file or variable) and every key of ``[auth.tool_scopes]``
+    names a tool of ``tools``: a misspelt one would leave that tool offered and callable, or
+    needing only its tier's scope."""
+    for name in config.deny_tools:
+        problem = tools.problem(name)
+        if problem:
+            setting = label(config.origins.get("deny_tools", "deny_tools"), "deny_tools")
+            raise ConfigError(f"{setting}: {problem}")
+    for name in config.auth.tool_scopes if config.auth is not None else {}:
+        problem = tools.problem(name)
+        if problem:
+            where = config.origins.get(f"auth.tool_scopes.{name}", config.source)
+            raise ConfigError(f"{where}: [auth.tool_scopes] {name}: {problem}")
+
+
+def check_auth_plugins(config: GatewayConfig, plugins: set[str]) -> None:
+    """Every ``[auth.plugin_scopes.<name>]`` names an installed plugin (loaded or not)."""
+    for name in config.auth.plugin_scopes if config.auth is not None else {}:
+        if name in plugins:
+            continue
+        where = config.origins.get(f"auth.plugin_scopes.{name}", config.source)
+        raise ConfigError(
+            f"{where}: [auth.plugin_scopes] {name}: no plugin called {name!r} is installed"
+            f"{closest(name, sorted(plugins))}"
+        )
+
+
+def same_distribution(a: str, b: str) -> bool:
+    """Distribution names compare normalized (PEP 503): case, ``-``, ``_`` and ``.``."""
+
+    def norm(n: str) -> str:
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    return bool(a) and norm(a) == norm(b)
+
+
+def check_providers(
+    config: GatewayConfig, tools: ToolNames, installed: Mapping[str, set[str]]
+) -> None:
+    """Each ``providers`` entry settles a name two plugins could claim: a plugin name
+    (``installed``: each installed plugin's distributions) mapped to a distribution that
+    provides it, or a tool name of ``tools`` mapped to an installed plugin. An entry that
+    names neither would settle nothing, silently."""
+    setting = label(config.origins.get("providers", "providers"), "providers")
+    plugins = sorted(installed)
+    for name, provider in config.providers.items():
+        where = f"{setting}[{name}]"
+        if name in installed:
+            dists = sorted(installed[name])
+            if not any(same_distribution(provider, d) for d in dists):
+                raise ConfigError(
+                    f"{where}: no installed distribution {provider!r} provides plugin "
+                    f"{name!r} (provided by: {', '.join(dists)}){closest(provider, dists)}"
+                )
+            continue
+        if tools.problem(name) is None:
+            if provider not in installed:
+                raise ConfigError(
+                    f"{where}: {provider!r} is no installed plugin (installed: "
+                    f"{', '.join(plugins)}){closest(provider, plugins)}"
+                )
+            continue
+        loaded = "plugin" if not tools.not_loaded else "loaded plugin"
+        raise ConfigError(
+            f"{where}: {name!r} is neither an installed plugin nor a tool a {loaded} registers"
+            f"{closest(name, [*plugins, *sorted(tools.known)])}"
+        )
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:
@@ -440,32 +687,6 @@ def check_plugin_tables(config: GatewayConfig, known: set[str]) -> None:
             f"plugin or a backend a loaded plugin uses: {', '.join(sorted(known)) or 'none'})"
             f"{hint}"
         )
-
-
-def build_settings(
-    model: type[BaseModel], table: Mapping[str, Any], env: Mapping[str, str]
-) -> BaseModel:
-    """Fill a plugin's settings model: env vars declared by :func:`env_field` beat the table.
-
-    A field may instead name only a suffix (``json_schema_extra={"env_suffix": "URL"}``); it is
-    then read from ``<model.env_prefix>_<suffix>`` (how REST backends name their variables).
-    """
-    values = resolve_env_refs(dict(table), env)
-    for name, names in field_env_names(model).items():
-        for env_name in names:
-            if env.get(env_name, "") != "":
-                values[name] = env[env_name]
-                break
-    return model.model_validate(values)
-
-
-def settings_error(exc: ValidationError) -> str:
-    """A readable one-line reason for a plugin whose settings do not validate."""
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(settings)"
-        parts.append(f"{loc}: {err['msg']}")
-    return "invalid settings: " + "; ".join(parts)
 
 
 def secret_values(settings: BaseModel | None) -> list[str]:

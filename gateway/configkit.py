@@ -11,7 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
+from pydantic.fields import FieldInfo
 
 from .configfile import closest
 
@@ -33,17 +34,19 @@ def value_reason(
     hidden: frozenset[str] = frozenset({"token"}),
 ) -> str:
     """Why the value of setting ``key`` of ``model`` does not fit, from pydantic's ``error``:
-    one phrase, with the value unless ``key`` is hidden."""
+    one phrase, with the value unless ``key`` is hidden, and for a number the range that
+    fits (``must be a finite number greater than 0 and at most 3600, not 1e+308``)."""
     value = error.get("input")
     text = repr(value[:60]) if isinstance(value, str) else str(value)[:60]
     shown = "" if key in hidden else f", not {text}"
     kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"unknown setting{closest(key, list(model.model_fields))}"
     if kind in ("bool_parsing", "bool_type"):
         return f"must be true or false{shown}"
-    if kind == "finite_number" or (isinstance(value, float) and not math.isfinite(value)):
-        return f"must be a finite number greater than 0{shown}"
-    if kind in ("greater_than", "greater_than_equal"):
-        return f"must be greater than {error['ctx'].get('gt', error['ctx'].get('ge')):g}{shown}"
+    numeric = kind in NUMBER_ERRORS or (isinstance(value, float) and not math.isfinite(value))
+    if numeric and key in model.model_fields:
+        return f"must be {number_rule(model.model_fields[key])}{shown}"
     if kind == "literal_error":
         choices = _literals(model.model_fields[key].annotation)
         hint = closest(str(value), choices)
@@ -51,6 +54,80 @@ def value_reason(
     if kind == "value_error":
         return f"{error['ctx']['error']}{shown}"
     return f"{error['msg'][:1].lower()}{error['msg'][1:]}{shown}"
+
+
+#: pydantic's error types for a number that is not one, or not in its range.
+NUMBER_ERRORS = frozenset(
+    {
+        "finite_number",
+        "float_parsing",
+        "float_type",
+        "int_parsing",
+        "int_parsing_size",
+        "int_type",
+        "int_from_float",
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+    }
+)
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def number_rule(info: FieldInfo) -> str:
+    """What a numeric setting must be, bounds included: ``a whole number from 1 to 1000``."""
+    kind = "a whole number" if _is_int(info.annotation) else "a finite number"
+    low = high = ""
+    for rule in info.metadata:
+        for attr, words in (("gt", "greater than"), ("ge", "at least")):
+            if getattr(rule, attr, None) is not None:
+                low = f"{words} {_number(getattr(rule, attr))}"
+        for attr, words in (("lt", "less than"), ("le", "at most")):
+            if getattr(rule, attr, None) is not None:
+                high = f"{words} {_number(getattr(rule, attr))}"
+    if low.startswith("at least") and high.startswith("at most"):
+        return f"{kind} from {low[len('at least ') :]} to {high[len('at most ') :]}"
+    return " and ".join(p for p in (f"{kind} {low}".strip(), high) if p)
+
+
+def _is_int(annotation: Any) -> bool:
+    return annotation is int or (int in get_args(annotation) and float not in get_args(annotation))
+
+
+def _is_bool(annotation: Any) -> bool:
+    return annotation is bool or bool in get_args(annotation)
+
+
+def is_secret(annotation: Any) -> bool:
+    """A ``SecretStr`` field (or an optional one)."""
+    return annotation is SecretStr or any(is_secret(a) for a in get_args(annotation))
+
+
+def file_value_problem(
+    model: type[BaseModel], key: str, value: Any, *, variable: str | None
+) -> str | None:
+    """Why ``value``, written as it is in a TOML file (not a ``$env`` reference), does not
+    fit where the model's own parsing would take it, as the words after the setting's name
+    (``": must be true or false …"``), else ``None``: a boolean must be a TOML boolean (``1``,
+    ``yes`` or ``"true"`` are a variable's forms), and a secret is never written in the file
+    (``variable``: the one to set instead). Worded so that the sanitizer leaves it whole."""
+    info = model.model_fields.get(key)
+    if info is None:
+        return None
+    if _is_bool(info.annotation) and not isinstance(value, bool):
+        text = repr(value[:60]) if isinstance(value, str) else str(value)[:60]
+        return f": must be true or false (a TOML boolean, without quotes), not {text}"
+    if is_secret(info.annotation) and isinstance(value, str):
+        instead = f"set {variable} instead, or " if variable else ""
+        return (
+            " holds a secret, which comes from the environment, never from the file: "
+            f'{instead}name a variable with {{ "$env" = "NAME" }}'
+        )
+    return None
 
 
 def _literals(annotation: Any) -> tuple[str, ...]:

@@ -116,7 +116,8 @@ def plugin_env(gateway: Deployment) -> PluginEnv:
                 else "are not offered"
             )
             out.warnings.append(
-                f"plugin {record.name!r}: its {count} tool(s) {effect}: {reason}; then run "
-                "claude-config again"
+                f"plugin {record.name!r}: its {count} tool(s) {effect}: {reason}; the "
+                "settings block already allows or asks for them; once it is set, run "
+                "claude-config again to copy it into the entry"
             )
     return out

@@ -13,7 +13,9 @@ stream, so GET (and DELETE) answer 405. Every request runs as its caller
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
+import socket
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -239,6 +241,38 @@ def allowed_names(
     return hosts, origins
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before uvicorn gets it: a port in use or an address this
+    machine lacks is one line naming it (:class:`HttpSettingsError`), where uvicorn would log
+    its own line and exit 3."""
+    bare = host.strip("[]")
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind((bare, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise HttpSettingsError(
+                f"--port {port}: port {port} on {host} is already in use (another server "
+                "listens there); choose another with --port"
+            ) from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise HttpSettingsError(
+                f"--host {host}: this machine has no such address to listen on"
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise HttpSettingsError(
+                f"--port {port}: not permitted to listen on port {port} (ports below 1024 need "
+                "privileges); choose another with --port"
+            ) from None
+        raise HttpSettingsError(
+            f"cannot listen on {host} port {port}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    return sock
+
+
 def serve_http(
     gateway: Gateway, *, host: str, port: int, guard: SignalGuard | None = None, **kwargs: Any
 ) -> None:
@@ -249,12 +283,14 @@ def serve_http(
     kwargs.setdefault("allowed_hosts", cfg.allowed_hosts)
     kwargs.setdefault("allowed_origins", cfg.allowed_origins)
     app = build_http_app(gateway, host=host, port=port, token=token, **kwargs)
+    sock = _listen(host, port)  # once the settings passed: a refused start binds nothing
     if cfg.auth is not None:
         auth = f"OAuth access tokens from {cfg.auth.issuer}"
     elif token:
         auth = "bearer token required (MCP_GATEWAY_TOKEN)"
     else:
         auth = "no token required (loopback only)"
+    missing = gateway.unoffered_summary()
 
     class _Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -267,7 +303,8 @@ def serve_http(
                 bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
                 shown = f"[{host.strip('[]')}]" if ":" in host else host
                 sys.stderr.write(
-                    f"mcp-gateway: serving MCP at http://{shown}:{bound}{MCP_PATH} ({auth})\n"
+                    f"mcp-gateway: serving MCP at http://{shown}:{bound}{MCP_PATH} ({auth})"
+                    f"{'; ' + missing if missing else ''}\n"
                 )
                 sys.stderr.flush()
 
@@ -292,6 +329,9 @@ def serve_http(
 
     async def main() -> None:
         with guard.serving(stop) if guard is not None else contextlib.nullcontext():
-            await server.serve()
+            await server.serve(sockets=[sock])
 
-    run(main, guard)
+    try:
+        run(main, guard)
+    finally:
+        sock.close()

@@ -12,21 +12,20 @@ import contextlib
 import enum
 import inspect
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pluggy
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from . import hookspecs
 from .config import (
+    ConfigError,
     GatewayConfig,
-    build_settings,
     field_env_names,
+    same_distribution,
     secret_values,
-    settings_error,
 )
 from .deadline import HookOverrun, time_limit
 from .entrypoints import installed_plugins
@@ -59,15 +58,6 @@ def _loaded(module: object) -> Callable[[], object]:
     return lambda: module
 
 
-def _same_dist(a: str, b: str) -> bool:
-    """Distribution names compare normalized (PEP 503): case, ``-``, ``_`` and ``.``."""
-
-    def norm(n: str) -> str:
-        return re.sub(r"[-_.]+", "-", n).lower()
-
-    return bool(a) and norm(a) == norm(b)
-
-
 #: The signal for blocking code fires a little after the cooperative timeout, so a hook that
 #: awaits gets the ordinary TimeoutError.
 _BLOCKING_SLACK = 0.1
@@ -96,6 +86,9 @@ class PluginRecord:
     withheld: dict[str, str] = field(default_factory=dict)
     #: tools of this plugin not offered because their backend is not configured, and why
     not_offered: dict[str, str] = field(default_factory=dict)
+    #: its settings (its table or variables) do not fit: the one line naming the setting.
+    #: A configuration mistake, which stops a command that serves or calls (cli.py).
+    settings_mistake: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -201,7 +194,7 @@ class PluginLoader:
         self.health = health
         self.sanitizer = sanitizer
         self.backends = backends or BackendHub(
-            config.plugin_table, config.env, sanitizer, unexpanded=config.unexpanded
+            config.plugin_settings, sanitizer, unexpanded=config.unexpanded
         )
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
@@ -256,7 +249,7 @@ class PluginLoader:
         (so a third-party plugin never replaces a first-party one unless the operator says)."""
         wanted = self.config.providers.get(name)
         if wanted:
-            picked = [s for s in group if _same_dist(s.distribution, wanted)]
+            picked = [s for s in group if same_distribution(s.distribution, wanted)]
             if not picked:
                 return [
                     (
@@ -268,7 +261,7 @@ class PluginLoader:
                 ]
             why = f"not chosen: providers.{name} = {wanted!r}"
             return [(s, why) for s in group if s not in picked]
-        owners = [s for s in group if _same_dist(s.distribution, OWNER_PREFIX + name)]
+        owners = [s for s in group if same_distribution(s.distribution, OWNER_PREFIX + name)]
         if len(owners) != 1:
             return []
         owner = owners[0]
@@ -347,7 +340,7 @@ class PluginLoader:
                 if reason:
                     rec.not_offered[name] = self.sanitizer(reason)
 
-    def _fail(self, rec: PluginRecord, reason: str) -> None:
+    def _fail(self, rec: PluginRecord, reason: str, *, level: int = logging.ERROR) -> None:
         rec.state = PluginState.FAILED
         rec.reason = self.sanitizer(reason)
         rec.tools, rec.checks, rec.prompts = [], [], []
@@ -358,7 +351,7 @@ class PluginLoader:
         self.backends.remove_plugin(rec.name)
         if rec.module is not None and self.pm.is_registered(rec.module):
             self.pm.unregister(rec.module)
-        log.error("plugin %s %s skipped: %s", rec.name, rec.version, rec.reason)
+        log.log(level, "plugin %s %s skipped: %s", rec.name, rec.version, rec.reason)
 
     def _load_one(self, src: PluginSource, *, selectable: bool) -> None:
         rec = PluginRecord(src.name, src.version, PluginState.LOADED, source=src.origin)
@@ -384,6 +377,11 @@ class PluginLoader:
             self._fail(rec, f"invalid tool declaration: {exc}")
         except BackendConflict as exc:
             self._fail(rec, str(exc))
+        except ConfigError as exc:
+            # A configuration mistake: the command that built this gateway reports it as one
+            # (cli.py), on one line, so the log does not say it again.
+            self._fail(rec, f"invalid settings: {exc}", level=logging.DEBUG)
+            rec.settings_mistake = str(exc)  # worded to hold no secret (config.plugin_settings)
         except _PluginInvalid as exc:
             self._fail(rec, str(exc))
         except BaseException as exc:
@@ -408,13 +406,7 @@ class PluginLoader:
         checks = []
         for backend in backends.values():
             self._consulted(backend.settings)
-            try:
-                settings = self.backends.declare(backend, plugin)
-            except ValidationError as exc:
-                raise _PluginInvalid(
-                    f"{settings_error(exc)} ([plugins.{backend.settings_table}] or "
-                    f"{backend.settings.env_prefix}_*)"
-                ) from None
+            settings = self.backends.declare(backend, plugin)
             self.sanitizer.add_secrets(settings.secret_values())
             checks.append(self.backends.health_check(backend))
         return checks
@@ -510,10 +502,7 @@ class PluginLoader:
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise _PluginInvalid("plugin_settings must return a pydantic BaseModel subclass")
         self._consulted(model)
-        try:
-            return build_settings(model, self.config.plugin_table(name), self.config.env)
-        except ValidationError as exc:
-            raise _PluginInvalid(settings_error(exc)) from None
+        return self.config.plugin_settings(model, name)
 
     def _consulted(self, model: type[BaseModel]) -> None:
         self.consulted_env.update(n for names in field_env_names(model).values() for n in names)

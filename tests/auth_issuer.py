@@ -163,9 +163,10 @@ class FakeIssuer(FakeBackend):
         )
 
     def rotate(self) -> SigningKey:
-        """Publish a new RSA key in place of the old one (what a scheduled rotation does)."""
+        """Publish a new RSA key next to the old ones, as a rotation starts (the provider
+        then signs with it): tokens signed before stay valid."""
         new = SigningKey.rsa(f"rsa-{len(self.published) + 1}-{int(time.time() * 1000)}")
-        self.published = [new, self.ec]
+        self.published = [new, *self.published]
         return new
 
     def jwks_fetches(self) -> int:

@@ -133,7 +133,7 @@ EXPECTED_REASON: dict[str, str] = {
     "mutation_unstated": "needs mutation=Mutation",
     "bad_name": "does not match",
     "misspelt_hook": "unknown hook",
-    "invalid_config": "invalid settings: port",
+    "invalid_config": "invalid settings: INVALID_CONFIG_PORT: must be a whole number",
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,9 @@ from gateway.auth import (
 from gateway.spec import Tier
 from gateway.testing.backends import FaultMode
 from tests.auth_issuer import BAD_TOKENS, FakeIssuer, SigningKey, serve_asgi
+
+#: A little over the least refetch interval (1 s): an unknown kid after it fetches again.
+REFETCH_INTERVAL = 1.05
 
 MCP_HEADERS = {
     "Content-Type": "application/json",
@@ -110,7 +114,7 @@ def served() -> Iterator[Served]:
         def build(port: int) -> Any:
             resource = f"http://127.0.0.1:{port}/mcp"
             idp.audience = resource
-            config = load_auth_config({"issuer": idp.issuer, "jwks_refetch_seconds": 0}, {})
+            config = load_auth_config({"issuer": idp.issuer, "jwks_refetch_seconds": 1}, {})
             assert config is not None
             verifier = OAuthVerifier(config, resource=resource)
             policy = ScopePolicy.from_config(config)
@@ -220,6 +224,7 @@ def test_a_token_with_none_of_the_gateways_scopes_is_403(served, idp):
 
 
 def test_a_rotated_key_is_accepted_over_http(served, idp):
+    time.sleep(REFETCH_INTERVAL)  # since an earlier test's fetch: an unknown kid fetches again
     new = idp.rotate()
     r = served.post(_rpc("tools/list"), idp.sign(new))
     assert r.status_code == 200
@@ -227,6 +232,7 @@ def test_a_rotated_key_is_accepted_over_http(served, idp):
 
 def test_an_unreachable_issuer_is_503_not_a_401(served, idp):
     # A key the gateway has not seen yet: it must ask the issuer, which is failing.
+    time.sleep(REFETCH_INTERVAL)
     token = idp.sign(SigningKey("kid-of-a-new-key", "ES256", idp.ec.private))
     idp.mode = FaultMode.ERROR
     r = served.post(_rpc("tools/list"), token)

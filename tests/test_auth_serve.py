@@ -74,7 +74,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         # From the file, so the [auth] table is read as a deployment writes it.
         config.write_text(
             f'[gateway]\naudit_log = "{audit.name}"\n\n'
-            f'[auth]\nissuer = "{idp.issuer}"\njwks_refetch_seconds = 0\n'
+            f'[auth]\nissuer = "{idp.issuer}"\njwks_refetch_seconds = 1\n'
         )
         env = gateway_env(MCP_GATEWAY_PLUGINS="notes", MCP_GATEWAY_CONFIG=str(config))
         with HttpServer(cwd, env) as server:
@@ -195,6 +195,7 @@ def test_a_token_with_none_of_the_gateways_scopes_is_403(deployment, idp):
 
 
 def test_a_rotated_key_is_fetched_and_accepted(deployment, idp):
+    time.sleep(1.05)  # the least refetch interval, since an earlier test's fetch
     fetched = idp.jwks_fetches()
     new = idp.rotate()
     r = deployment.post(_rpc("tools/list"), idp.sign(new, scope=READ))

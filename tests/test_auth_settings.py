@@ -105,7 +105,10 @@ def test_the_introspection_secret_comes_from_the_environment():
         ({"issuer": ISSUER, "scopes": {"mutate": 'a"b'}}, "one OAuth scope token"),
         ({"issuer": ISSUER, "tool_scopes": {"delete job": "x"}}, "not a tool name"),
         ({"issuer": ISSUER, "tool_scopes": {"delete_job": "x y"}}, "one OAuth scope token"),
-        ({"issuer": ISSUER, "leeway_seconds": 3600}, "[auth] leeway_seconds: input should be"),
+        (
+            {"issuer": ISSUER, "leeway_seconds": 3600},
+            "[auth] leeway_seconds: must be a finite number from 0 to 300",
+        ),
         ({"issuer": ISSUER, "isuer": 5}, "[auth] isuer: unknown setting; did you mean issuer?"),
         (
             {"issuer": ISSUER, "plugin_scopes": {"queue": {"mutat": "q"}}},

@@ -38,6 +38,9 @@ pytestmark = pytest.mark.anyio
 RESOURCE = "http://127.0.0.1:8765/mcp"
 SECRET_ENV = {"MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET": CLIENT_SECRET}
 
+#: A little over the least refetch interval (1 s): an unknown kid after it fetches again.
+REFETCH_INTERVAL = 1.05
+
 
 @pytest.fixture
 def issuer() -> Any:
@@ -156,9 +159,10 @@ async def test_a_token_expired_within_the_leeway_still_counts(issuer, make_verif
 
 
 async def test_a_rotated_key_is_fetched_once_and_accepted(issuer, make_verifier):
-    verifier = make_verifier(issuer.issuer, jwks_refetch_seconds=0)
+    verifier = make_verifier(issuer.issuer, jwks_refetch_seconds=1)
     await verifier.authenticate(issuer.sign())
     assert issuer.jwks_fetches() == 1
+    await anyio.sleep(REFETCH_INTERVAL)
     new = issuer.rotate()
     identity = await verifier.authenticate(issuer.sign(new, sub="carol"))
     assert identity.subject == "carol"
@@ -304,7 +308,7 @@ async def test_an_issuer_sending_no_keys_is_unavailable(issuer, make_verifier):
 
 
 async def test_cached_keys_keep_working_while_the_issuer_is_down(issuer, make_verifier, caplog):
-    verifier = make_verifier(issuer.issuer, jwks_cache_seconds=0, jwks_refetch_seconds=0)
+    verifier = make_verifier(issuer.issuer, jwks_cache_seconds=0, jwks_refetch_seconds=1)
     await verifier.authenticate(issuer.sign())
     issuer.mode = FaultMode.REFUSE
     with caplog.at_level(logging.WARNING, logger="gateway.auth"):
@@ -314,8 +318,9 @@ async def test_cached_keys_keep_working_while_the_issuer_is_down(issuer, make_ve
 
 
 async def test_an_unknown_kid_while_the_issuer_is_down_is_unavailable(issuer, make_verifier):
-    verifier = make_verifier(issuer.issuer, jwks_refetch_seconds=0)
+    verifier = make_verifier(issuer.issuer, jwks_refetch_seconds=1)
     await verifier.authenticate(issuer.sign())
+    await anyio.sleep(REFETCH_INTERVAL)
     issuer.mode = FaultMode.ERROR
     with pytest.raises(IssuerUnavailable, match="HTTP 500"):
         await verifier.authenticate(issuer.sign(SigningKey("rotated", "RS256", issuer.rsa.private)))

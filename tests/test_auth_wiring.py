@@ -16,7 +16,14 @@ from wire import run_cli
 from gateway.app import Gateway, build_gateway
 from gateway.auth.identity import Identity, calling_as
 from gateway.claude import claude_config
-from gateway.config import ConfigError, GatewayConfig, check_auth_names, load_config
+from gateway.config import (
+    ConfigError,
+    GatewayConfig,
+    ToolNames,
+    check_auth_plugins,
+    check_tool_names,
+    load_config,
+)
 from gateway.http import HttpSettingsError, build_http_app
 
 ISSUER = "https://idp.example/realms/team"
@@ -156,19 +163,27 @@ def test_scope_overrides_must_name_an_installed_plugin_and_a_registered_tool(tmp
         """,
     )
     with pytest.raises(ConfigError) as err:
-        check_auth_names(config, {"notes", "gateway"}, {"notes_delete", "notes_add"})
+        check_auth_plugins(config, {"notes", "gateway"})
     assert str(err.value) == (
         "gw.toml:5: [auth.plugin_scopes] note: no plugin called 'note' is installed; did you "
         "mean notes?"
     )
+    check_auth_plugins(config, {"note", "gateway"})
+    tools = ToolNames(frozenset({"notes_delete", "notes_add"}))
     with pytest.raises(ConfigError) as err:
-        check_auth_names(config, {"note", "gateway"}, {"notes_delete", "notes_add"})
+        check_tool_names(config, tools)
     assert str(err.value) == (
         "gw.toml:9: [auth.tool_scopes] notes_delet: no plugin registers a tool called "
         "'notes_delet'; did you mean notes_delete?"
     )
-    # Not every plugin loaded: their tools are unknown, so a name is not refused.
-    check_auth_names(config, {"note", "gateway"}, None)
+    # The plugins that are not loaded are named: their tools are not known.
+    with pytest.raises(ConfigError) as err:
+        check_tool_names(config, ToolNames(tools.known, not_loaded=("queue",)))
+    assert "no loaded plugin registers a tool called 'notes_delet' (not loaded: queue)" in str(
+        err.value
+    )
+    # A plugin failed before it registered: the name may be one of its tools, so it passes.
+    check_tool_names(config, ToolNames(tools.known, unknown=("broken",)))
 
 
 # -- the pipeline -------------------------------------------------------------------------

@@ -113,6 +113,29 @@ def test_claude_config_warns_about_each_plugin_whose_backend_is_unset(tmp_path):
     assert quiet.as_dict()["warnings"] == []
 
 
+def test_the_settings_cover_the_tools_a_variable_exported_later_adds(tmp_path):
+    """Printed in a shell without COCKPIT_API_URL, exported later where Claude Code starts the
+    gateway: its settings must already allow every read and ask for every mutation it then
+    offers, or a headless run refuses each of them. The policy still applies."""
+    deployment = {
+        "MCP_GATEWAY_PLUGINS": "orchestrator,queue",
+        "MCP_GATEWAY_DENY_TOOLS": "delete_job",
+    }
+    r = claude_config(tmp_path, "--settings", **deployment)
+    assert r.returncode == 0, r.stderr
+    permissions = json.loads(r.stdout)["permissions"]
+    later = make_gateway(
+        env=deployment_env(**deployment, COCKPIT_API_URL="http://127.0.0.1:9"), cwd=tmp_path
+    )
+    offered = later.offered_tools()
+    assert len(offered) == 32  # gateway_status, the queue's 2, the orchestrator's 30 less one
+    tiers = {"read": "allow", "mutation": "ask"}
+    for tier, rule in tiers.items():
+        names = sorted(GATEWAY + t.name for t in offered if t.tier.value == tier)
+        assert permissions[rule] == names, rule
+    assert GATEWAY + "delete_job" not in permissions["ask"]
+
+
 def test_a_free_text_argument_points_claude_code_at_the_whole_command_text(tmp_path):
     gw = make_gateway(
         plugins=["orchestrator"], env={"COCKPIT_API_URL": "http://127.0.0.1:9"}, cwd=tmp_path

@@ -145,6 +145,17 @@ def test_serve_on_a_terminal_says_what_it_serves_and_ctrl_c_ends_it_quietly(tmp_
 
 
 @pytest.mark.e2e
+def test_serve_on_a_terminal_says_which_tools_wait_and_for_which_variable(tmp_path):
+    exe = Path(sys.executable).parent / "mcp-gateway"
+    shown, code = _on_a_terminal([str(exe), "serve"], _env(MCP_GATEWAY_PLUGINS="orchestrator"))
+    assert (
+        "mcp-gateway: serving 1 tool over stdio; 30 tools wait for COCKPIT_API_URL; Ctrl-C to stop"
+        in shown
+    ), shown
+    assert code == 0
+
+
+@pytest.mark.e2e
 @pytest.mark.skipif(not EXAMPLES_SITE.is_dir(), reason="run through `python3 dev.py test`")
 def test_dev_run_on_a_terminal_serves_and_ctrl_c_ends_it_quietly():
     shown, code = _on_a_terminal(

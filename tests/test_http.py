@@ -106,6 +106,20 @@ def _stderr_line(proc: subprocess.Popen[bytes], timeout: float = 10) -> str:
     return proc.stderr.readline().decode() if ready else ""
 
 
+def test_the_start_line_says_which_tools_wait_and_for_which_variable(tmp_path):
+    env = gateway_env(MCP_GATEWAY_PLUGINS="orchestrator,gitea")
+    proc, url = _start(tmp_path, env)
+    try:
+        line = _stderr_line(proc)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert line == (
+        f"mcp-gateway: serving MCP at {url}/mcp (no token required (loopback only)); 30 tools "
+        "wait for COCKPIT_API_URL, 5 for GITEA_URL\n"
+    )
+
+
 def _rpc(method: str, params: dict, id_: int = 1) -> dict:
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
 

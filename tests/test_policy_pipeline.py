@@ -239,10 +239,11 @@ def test_compaction_keeps_recursive_definitions_and_the_same_verdicts():
 
 
 async def test_a_mutation_is_refused_when_its_audit_line_cannot_be_written(tmp_path, caplog):
-    (tmp_path / "not-a-dir").write_text("a file where the audit folder should be")
     gw = make_gateway(
         plugins=["notes"], audit_log=str(tmp_path / "not-a-dir" / "audit.jsonl"), cwd=tmp_path
     )
+    # After the start, which refuses a log that cannot be written (test_config_errors).
+    (tmp_path / "not-a-dir").write_text("a file where the audit folder should be")
     async with gw:
         refused = await gw.call("notes_add", {"text": "must not be stored"})
         read = await gw.call("notes_search", {})

@@ -207,7 +207,10 @@ def test_credentials_in_the_url_and_a_token_are_refused_together(tmp_path):
 def test_a_bad_url_fails_the_plugin_with_the_setting_named(tmp_path):
     gw = _gw(tmp_path, "ftp://example")
     assert gw.plugin("demo").state.value == "failed"
-    assert "url" in gw.plugin("demo").reason and "DEMO_API" in gw.plugin("demo").reason
+    assert "[plugins.demo] url: must be an http:// or https:// URL" in gw.plugin("demo").reason
+    # From its variable, the variable is named.
+    gw = _gw(tmp_path, None, env={"DEMO_API_URL": "ftp://example"})
+    assert gw.plugin("demo").settings_mistake.startswith("DEMO_API_URL: must be an http://")
 
 
 async def test_the_password_in_a_url_is_a_secret_for_the_sanitizer(tmp_path):

@@ -209,8 +209,8 @@ async def test_read_only_and_a_broken_audit_log_are_refusals_too(tmp_path, orch)
     async with gw:
         assert (await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING})).is_error
     rec2 = TelemetryRecorder()
-    (tmp_path / "audit").mkdir()  # a folder where the log file should be: it cannot be written
     gw = _gateway(tmp_path, orch, rec2, audit_log=str(tmp_path / "audit"))
+    (tmp_path / "audit").mkdir()  # after the start: a folder where the log file should be
     async with gw:
         result = await gw.call("cancel_job", {"job_id": ids.JOB_PROCESSING})
     assert result.code == "INTERNAL_ERROR"

@@ -90,7 +90,7 @@ ON = {"MCP_GATEWAY_TELEMETRY": "1"}
         (
             None,
             {**ON, "OTEL_METRIC_EXPORT_INTERVAL": "0"},
-            "OTEL_METRIC_EXPORT_INTERVAL: must be greater than 0, not '0'",
+            "OTEL_METRIC_EXPORT_INTERVAL: must be a whole number greater than 0, not '0'",
         ),
         (
             {"sample_everything": True},

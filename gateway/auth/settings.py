@@ -31,10 +31,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..configfile import closest
-from ..configkit import ConfigError, resolve_env_refs
+from ..configkit import NUMBER_ERRORS, ConfigError, number_rule, resolve_env_refs
 
 ENV_PREFIX = "MCP_GATEWAY_AUTH_"
 
@@ -121,6 +129,19 @@ class ScopeNames(BaseModel):
     def _valid(cls, value: str) -> str:
         return _scope(value, "a scope name")
 
+    @model_validator(mode="after")
+    def _distinct(self) -> ScopeNames:
+        if self.read == self.mutate:
+            raise ValueError(_SAME_SCOPE.format(scope=self.read))
+        return self
+
+
+#: One scope for both tiers would let every reader call every mutation tool.
+_SAME_SCOPE = (
+    "read and mutate are both {scope!r}: every token that may read could then call every "
+    "mutation tool; give mutations a scope of their own"
+)
+
 
 class PluginScopes(BaseModel):
     """A plugin's own scope names; a tier left out keeps the global name."""
@@ -174,8 +195,9 @@ class AuthConfig(BaseModel):
     algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
     leeway_seconds: float = Field(30.0, ge=0, le=300)
     jwks_cache_seconds: float = Field(600.0, ge=0, le=86400)
+    # At least a second: each made-up `kid` would otherwise cost the provider a fetch.
     jwks_refetch_seconds: float = Field(
-        30.0, ge=0, le=3600, description="Least time between two fetches for an unknown `kid`."
+        30.0, ge=1, le=3600, description="Least time between two fetches for an unknown `kid`."
     )
     http_timeout: float = Field(5.0, gt=0, le=60)
     metadata_document: Literal["auto", "openid", "oauth"] = "auto"
@@ -258,6 +280,10 @@ class _Origins:
         for depth in range(len(loc), 0, -1):
             if loc[:depth] in self.variables:
                 return self.variables[loc[:depth]]
+        # A check of a whole table (scopes): the variables that set its keys, if any did.
+        inner = [name for key, name in self.variables.items() if loc and key[: len(loc)] == loc]
+        if inner:
+            return ", ".join(inner)
         table = ".".join(("auth", *loc[:-1])) if loc else "auth"
         text = f"[{table}] {loc[-1]}" if loc else "[auth]"
         place = self.locate(("auth", *loc)) if self.locate is not None else ""
@@ -265,9 +291,12 @@ class _Origins:
 
 
 def _reason(error: Mapping[str, Any], loc: tuple[str, ...]) -> str:
+    model = _TABLE_MODELS.get(loc[0], AuthConfig) if len(loc) > 1 else AuthConfig
     if error["type"] == "extra_forbidden":
-        model = _TABLE_MODELS.get(loc[0], AuthConfig) if len(loc) > 1 else AuthConfig
         return "unknown setting" + closest(loc[-1], list(model.model_fields))
+    field = model.model_fields.get(loc[-1]) if loc else None
+    if field is not None and error["type"] in NUMBER_ERRORS:
+        return f"must be {number_rule(field)}"
     msg = str(error["msg"]).removeprefix("Value error, ")
     return msg[:1].lower() + msg[1:]
 
@@ -326,11 +355,17 @@ def load_auth_config(
             "are set: choose one; for a team behind an identity provider, unset the token"
         )
     try:
-        return AuthConfig.model_validate(values)
+        config = AuthConfig.model_validate(values)
     except ValidationError as exc:
         error = exc.errors(include_url=False, include_input=False)[0]
         loc = tuple(str(p) for p in error["loc"])
         raise AuthConfigError(f"{origins.label(loc)}: {_reason(error, loc)}") from None
+    for name, own in config.plugin_scopes.items():
+        read = own.read or config.scopes.read
+        if read == (own.mutate or config.scopes.mutate):
+            where = origins.label(("plugin_scopes", name))
+            raise AuthConfigError(f"{where}: {_SAME_SCOPE.format(scope=read)}")
+    return config
 
 
 def resolve_resource(config: AuthConfig, host: str, port: int, path: str = "/mcp") -> str:

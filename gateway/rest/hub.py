@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..config import build_settings, unexpanded_problem
+from ..config import unexpanded_problem
 from ..errors import ErrorCode, GatewayError, Sanitizer
 from ..spec import HealthCheck
 from .backend import RestBackend
@@ -39,14 +39,13 @@ class BackendHub:
 
     def __init__(
         self,
-        plugin_tables: Callable[[str], dict[str, Any]],
-        env: Mapping[str, str],
+        read_settings: Callable[[type[RestSettings], str], RestSettings],
         sanitizer: Sanitizer | None = None,
         *,
         unexpanded: Mapping[str, str] | None = None,
     ):
-        self._tables = plugin_tables
-        self._env = env
+        #: builds a backend's settings from its table and variables (GatewayConfig's)
+        self._read = read_settings
         #: variables left out of ``env`` as unexpanded ``${NAME}`` references (see config)
         self._unexpanded = dict(unexpanded or {})
         self._entries: dict[str, _Entry] = {}
@@ -57,7 +56,8 @@ class BackendHub:
         """Record that ``plugin`` uses ``backend``; build its settings the first time.
 
         Raises :class:`BackendConflict` when the name is declared differently elsewhere, and
-        pydantic's ``ValidationError`` when the settings do not validate.
+        :class:`~gateway.config.ConfigError` (one line naming the setting) when the settings
+        do not fit.
         """
         entry = self._entries.get(backend.name)
         if entry is not None:
@@ -70,8 +70,7 @@ class BackendHub:
             if plugin not in entry.users:
                 entry.users.append(plugin)
             return entry.settings
-        settings = build_settings(backend.settings, self._tables(backend.settings_table), self._env)
-        assert isinstance(settings, RestSettings)
+        settings = self._read(backend.settings, backend.settings_table)
         self.sanitizer.add_secrets(backend.secret_values(settings))
         self._entries[backend.name] = _Entry(backend, settings, [plugin])
         return settings
