@@ -269,6 +269,22 @@ async def test_messages_carry_the_backends_own_reason(tmp_path):
     assert codes[502][:2] == ("BACKEND_ERROR", True) and "HTTP 502" in codes[502][2]
 
 
+async def test_a_backends_reason_keeps_its_words_and_loses_its_values(tmp_path):
+    # A FastAPI 401, {"detail": "bad token"}, is quoted after "set a valid DEMO_API_TOKEN": a
+    # plain word there is prose, not a value. A value after a credential word goes.
+    with Api() as api:
+        gw = _gw(tmp_path, api.url)
+        async with gw:
+            api.override("/status/401", Reply.json({"detail": "bad token"}, 401))
+            bad = _error(await gw.call("demo_status", {"status": 401}))
+            api.override(
+                "/status/403", Reply.json({"detail": "x-api-key 7f3a9c2e1b is revoked"}, 403)
+            )
+            revoked = _error(await gw.call("demo_status", {"status": 403}))
+    assert bad["message"].endswith("set a valid DEMO_API_TOKEN: bad token"), bad
+    assert revoked["message"].endswith("x-api-key [REDACTED] is revoked"), revoked
+
+
 async def test_answers_of_the_backend_never_open_the_breaker_but_refusals_do(tmp_path):
     with Api() as api:
         gw = _gw(tmp_path, api.url, breaker_failures=2)
