@@ -161,23 +161,19 @@ _CREDENTIAL_KEY = (
     r"((?:[\w\-.]*[_\-.]|[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"  # words before, then _ - . or a hump
     r"(?i:" + _CREDENTIAL_WORD + r"))"
 )
-_SECRET_KV = re.compile(
-    _CREDENTIAL_KEY
-    + r"([\"']?\s*[:=]\s*)"
-    + r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
-)
 # After ``key:`` (no quotes, no ``=``) a plain word is prose, not a value: "check the backend's
 # credentials: bad token", "token: expired", ``"token": null``. A word of letters only (maybe
 # hyphenated: ``x-api-key``), lower case after the first, shorter than 20 characters; anything
-# else there is redacted.
-_PLAIN_WORD = re.compile(r"(?=.{1,19}\Z)[A-Za-z][a-z]*(?:-[a-z]+)*")
-# Separated by spaces alone the key is as likely prose ("the password is wrong", "secret
-# sauce"): only a value shaped like a credential goes, 6+ characters with a digit or 20+.
-_SECRET_SPACED = re.compile(
+# else there is redacted. Separated by spaces alone the key is as likely prose ("the password
+# is wrong", "secret sauce"): only a value shaped like a credential goes, 6+ characters with a
+# digit or 20+. One pattern for both, so the text is scanned for keys once.
+_SECRET_PAIR = re.compile(
     _CREDENTIAL_KEY
-    + r"([ \t]+)"
-    + r"((?=[^\s,;&\"'}\])]*\d|[^\s,;&\"'}\])]{20})[^\s,;&\"'}\])]{6,})"
+    + r"(?:([\"']?\s*[:=]\s*)"
+    + r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
+    + r"|([ \t]+)((?=[^\s,;&\"'}\])]*\d|[^\s,;&\"'}\])]{20})[^\s,;&\"'}\])]{6,}))"
 )
+_PLAIN_WORD = re.compile(r"(?=.{1,19}\Z)[A-Za-z][a-z]*(?:-[a-z]+)*")
 # An e-mail address is personal data: it names a person, never what the model can act on.
 _EMAIL = re.compile(
     r"(?<![\w.+\-%])[A-Za-z0-9._%+\-]+@"
@@ -199,6 +195,23 @@ _CONNECTION_FAILURE = re.compile(
     | \bServerSelectionTimeoutError\b | \bserver[ ]selection[ ]timeout
     | \bNo[ ]connection[ ]could[ ]be[ ]made\b
     """
+)
+#: Every text _CONNECTION_FAILURE matches holds one of these (lower-cased).
+_CONNECTION_WORDS = (
+    "connect",
+    "reach",
+    "resol",
+    "establish",
+    "route to host",
+    "getaddrinfo",
+    "servname",
+    "service not known",
+    "econn",
+    "etimedout",
+    "enotfound",
+    "eai_again",
+    "serverselection",
+    "server selection",
 )
 _HOST_REMOVED = "[host removed]"
 # In such text: ``host:port`` (the host a name with a letter, an IPv4 address or a bracketed
@@ -321,13 +334,18 @@ def _dotted_host(match: re.Match[str]) -> str:
 
 def _without_hosts(text: str) -> str:
     """``text`` without the hosts it names when it reports a failed connection."""
+    lowered = text.lower()
+    if not any(word in lowered for word in _CONNECTION_WORDS):
+        return text  # the common case, decided in C: no word any of the sentences holds
     if _CONNECTION_FAILURE.search(text) is None:
         return text
     return _DOTTED.sub(_dotted_host, _HOST_PORT.sub(_host_port, text))
 
 
 def _credential_pair(match: re.Match[str]) -> str:
-    key, separator, value = match.groups()
+    key, separator, value, spaces, _ = match.groups()
+    if separator is None:  # key, spaces, a credential-shaped value
+        return f"{key}{spaces}{_REDACTED}"
     if "=" not in separator and _PLAIN_WORD.fullmatch(value):
         return match.group(0)  # prose: "credentials: bad token"
     return f"{key}{separator}{_REDACTED}"
@@ -438,15 +456,16 @@ class Sanitizer:
         text = _AUTH_SCHEME.sub(
             lambda m: f"{m.group(1) or ''}{m.group(2)}{m.group(3)}{_REDACTED}", text
         )
-        text = _SECRET_KV.sub(_credential_pair, text)
-        return _SECRET_SPACED.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+        return _SECRET_PAIR.sub(_credential_pair, text)
 
     def redact_private(self, text: str) -> str:
         """:meth:`redact_secrets`, and what else nobody outside needs to know: e-mail addresses
         (personal data) and the hosts a failed connection's text names (``could not connect
         to db-0.internal:5432`` → ``… to [host removed]``). Every message and log line gets
         this; prompt text, written by the client's user, gets only :meth:`redact_secrets`."""
-        text = _EMAIL.sub(_REDACTED, self.redact_secrets(text))
+        text = self.redact_secrets(text)
+        if "@" in text:
+            text = _EMAIL.sub(_REDACTED, text)
         return _without_hosts(text)
 
     def backend_text(self, text: str, max_chars: int) -> str:
