@@ -7,8 +7,9 @@ One gateway (the example ``notes`` plugin: ``notes_search`` reads, ``notes_add``
 
 from __future__ import annotations
 
-import getpass
 import json
+import os
+import pwd
 import re
 import time
 from collections.abc import Iterator
@@ -287,7 +288,7 @@ def test_stdio_calls_carry_the_local_os_user(tmp_path):
         caller = server.call("gateway_status", {"check_health": False})["structuredContent"][
             "caller"
         ]
-    user = getpass.getuser()
+    user = pwd.getpwuid(os.getuid()).pw_name
     assert caller == {
         "subject": user,
         "client": "stdio",
@@ -300,6 +301,30 @@ def test_stdio_calls_carry_the_local_os_user(tmp_path):
         ("STARTED", user, "stdio"),
         ("OK", user, "stdio"),
     ]
+
+
+def test_stdio_calls_are_audited_as_the_os_account_whatever_logname_and_user_say(tmp_path):
+    # A project's .mcp.json "env" can set LOGNAME and USER to anything, newlines included; the
+    # account the process runs as is what the kernel says.
+    audit = tmp_path / "audit.jsonl"
+    forged = 'mallory\n{"tool":"delete_job","outcome":"OK","subject":"alice"}'
+    env = gateway_env(
+        MCP_GATEWAY_PLUGINS="notes", MCP_GATEWAY_AUDIT_LOG=str(audit), LOGNAME=forged, USER=forged
+    )
+    with StdioServer(tmp_path, env) as server:
+        assert not server.call("notes_add", {"text": "local"}).get("isError")
+        caller = server.call("gateway_status", {"check_health": False})["structuredContent"][
+            "caller"
+        ]
+    account = pwd.getpwuid(os.getuid()).pw_name
+    assert caller["subject"] == account
+    lines = audit.read_text().splitlines()
+    assert len(lines) == 2
+    assert [(x["outcome"], x["subject"]) for x in map(json.loads, lines)] == [
+        ("STARTED", account),
+        ("OK", account),
+    ]
+    assert "mallory" not in audit.read_text()
 
 
 def test_the_shared_token_holder_is_audited_as_such_and_sees_every_tool(tmp_path):
