@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import pytest
 from gateway_orchestrator_testing import FakeOrchestrator
 from gateway_orchestrator_testing import seed as ids
@@ -276,6 +277,27 @@ async def test_a_client_traceparent_is_continued_by_the_server_span(traced):
     points = rec.points("mcp.server.operation.duration")
     methods = sorted(p["mcp.method.name"] for p, _ in points)
     assert methods == ["initialize", "notifications/initialized", "tools/call", "tools/list"]
+
+
+async def test_background_checks_of_an_open_breaker_belong_to_no_call(traced, orch):
+    gw, rec = traced
+    gw.health.probe_seconds = 0.1
+    orch.mode = "hang"
+    for _ in range(3):  # the third timeout opens the breaker, inside that call's span
+        assert (await gw.call("get_job", {"job_id": ids.JOB_PROCESSING})).code == "TIMEOUT"
+    orch.mode = "normal"  # back: the next probe's request is answered, and ends
+    with anyio.fail_after(30):
+        while gw.health.breaker_states()["cockpit"]["state"] != "closed":
+            await anyio.sleep(0.05)
+    assert [r for r in orch.requests if r.path == "/api/health"]
+    calls = [s for s in rec.spans() if s.name == "tools/call get_job"]
+    assert len(calls) == 3
+    # Only the calls and their own requests: the probe started in the third call's context,
+    # but its request is neither that call's child nor a trace of its own.
+    assert (
+        sorted(s.name for s in rec.spans())
+        == ["GET /api/jobs/{job_id}"] * 3 + ["tools/call get_job"] * 3
+    )
 
 
 async def test_the_gateways_span_replaces_the_sdks_and_off_removes_it(tmp_path, orch):
