@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,8 @@ def cache_dir(name: str) -> Path:
 def npm_package(folder: Path, spec: str, probe: Path) -> Iterator[str | None]:
     """``spec`` installed into ``folder`` unless ``probe`` exists from an install younger than a
     week, and left as it is until the block ends. Yields why it cannot be used (node or npm
-    missing), ``None`` when it can; a failed install with no earlier copy fails the test."""
+    missing; the registry cannot be reached and no earlier copy exists: the caller skips),
+    ``None`` when it can; any other failed install with no earlier copy fails the test."""
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
         yield "node and npm are needed (not found on PATH)"
@@ -48,12 +50,13 @@ def npm_package(folder: Path, spec: str, probe: Path) -> Iterator[str | None]:
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as fh:
         _lock(fh, exclusive=False)
+        why = None
         if not _fresh(folder, probe):
             _lock(fh, exclusive=True)  # waits until every other user is done with the copy
             if not _fresh(folder, probe):  # nobody installed it meanwhile
-                _install(npm, folder, spec, probe)
+                why = _install(npm, folder, spec, probe)
             _lock(fh, exclusive=False)
-        yield None
+        yield why
 
 
 def _lock(fh: IO[str], *, exclusive: bool) -> None:
@@ -70,7 +73,13 @@ def _fresh(folder: Path, probe: Path) -> bool:
     )
 
 
-def _install(npm: str, folder: Path, spec: str, probe: Path) -> None:
+#: npm's error codes for a registry it could not reach (no network, no DNS, nobody listening).
+_OFFLINE = re.compile(
+    r"\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH)\b"
+)
+
+
+def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
     (folder / "package.json").write_text('{"private": true}\n')
     proc = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", spec],
@@ -81,9 +90,13 @@ def _install(npm: str, folder: Path, spec: str, probe: Path) -> None:
     )
     if proc.returncode == 0 and probe.exists():
         (folder / ".installed").write_text(spec + "\n")
-        return
+        return None
     if probe.exists():
         # Offline: the copy from an earlier run is still the one under test.
         sys.stderr.write(f"npm install {spec} failed; using the cached copy\n")
-        return
+        return None
+    if _OFFLINE.search(proc.stderr):
+        return (
+            f"the npm registry cannot be reached to install {spec}, and no earlier copy is cached"
+        )
     raise AssertionError(f"npm install {spec} failed:\n{proc.stderr[-2000:]}")
