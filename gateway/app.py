@@ -331,11 +331,14 @@ class Gateway:
         if not self._started:
             self._started = True
             await self.loader.open_resources()
+            self.health.start_probing()
 
     async def stop(self) -> None:
         if self._started:
             self._started = False
             try:
+                # Before the resources close: a probe's health check uses them.
+                await self.health.stop_probing()
                 await self.loader.close_resources()
             finally:
                 try:

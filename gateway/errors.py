@@ -147,21 +147,86 @@ _AUTH_SCHEME = re.compile(
     r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+|\+)"
     r"(?=[A-Za-z0-9._~+/=\-]*\d|[A-Za-z0-9._~+/=\-]{20})[A-Za-z0-9._~+/=\-]{6,}"
 )
-# key = value, key: value (YAML), "key": "value" (JSON), with the key naming a credential: its
-# last word is one (``password``, ``GITEA_TOKEN``, ``client_secret``, ``x-api-key``,
-# ``accessToken``), so ``tokens:``, ``secretary:`` or ``passwordless:`` stay as they are. A
-# value redacted already is taken whole, so redacting twice changes nothing.
+# key = value, key: value (YAML), "key": "value" (JSON), key value (a header as some clients
+# print it, ``x-api-key k1…``), with the key naming a credential: its last word is one
+# (``password``, ``GITEA_TOKEN``, ``client_secret``, ``x-api-key``, ``accessToken``), so
+# ``tokens:``, ``secretary:`` or ``passwordless:`` stay as they are. A value redacted already
+# is taken whole, so redacting twice changes nothing.
 _CREDENTIAL_WORD = (
     r"pass(?:word|wd|phrase)|pwd|secret|token|credentials?|apikey"
     r"|(?:api|access|private|secret)[_\-.]?key"
 )
-_SECRET_KV = re.compile(
+_CREDENTIAL_KEY = (
     r"(?<![\w\-.])"  # the key starts here
     r"((?:[\w\-.]*[_\-.]|[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"  # words before, then _ - . or a hump
     r"(?i:" + _CREDENTIAL_WORD + r"))"
-    r"([\"']?\s*[:=]\s*)"
-    r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
 )
+# After ``key:`` (no quotes, no ``=``) a plain word is prose, not a value: "check the backend's
+# credentials: bad token", "token: expired", ``"token": null``. A word of letters only (maybe
+# hyphenated: ``x-api-key``), lower case after the first, shorter than 20 characters; anything
+# else there is redacted. Separated by spaces alone the key is as likely prose ("the password
+# is wrong", "secret sauce"): only a value shaped like a credential goes, 6+ characters with a
+# digit or 20+. One pattern for both, so the text is scanned for keys once.
+_SECRET_PAIR = re.compile(
+    _CREDENTIAL_KEY
+    + r"(?:([\"']?\s*[:=]\s*)"
+    + r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
+    + r"|([ \t]+)((?=[^\s,;&\"'}\])]*\d|[^\s,;&\"'}\])]{20})[^\s,;&\"'}\])]{6,}))"
+)
+_PLAIN_WORD = re.compile(r"(?=.{1,19}\Z)[A-Za-z][a-z]*(?:-[a-z]+)*")
+# An e-mail address is personal data: it names a person, never what the model can act on.
+_EMAIL = re.compile(
+    r"(?<![\w.+\-%])[A-Za-z0-9._%+\-]+@"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?![\w\-])"
+)
+# Text a failed connection writes (a driver, an HTTP client, the resolver) names the host it
+# tried: the deployment's internal topology (``mongo-0.mongo.svc.cluster.local:27017``), of no
+# use to the model. Such text keeps its words and loses its hosts.
+_CONNECTION_FAILURE = re.compile(
+    r"""(?ix)
+    \bconnection[ ](?:refused|reset|timed[ ]?out|aborted|failed|error)
+    | \b(?:could[ ]?not|couldn't|cannot|can't|can[ ]not|unable[ ]to|failed[ ]to)[ ]
+      (?:connect|reach|resolve|establish)
+    | \bconnect(?:ing|ion)?[ ]to\b[^\n]{0,200}?\b(?:failed|refused|timed[ ]?out)
+    | \b(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)\b
+    | \bno[ ]route[ ]to[ ]host | \bhost[ ](?:is[ ])?unreachable | \bnetwork[ ]is[ ]unreachable
+    | \bname[ ]or[ ]service[ ]not[ ]known | \bnodename[ ]nor[ ]servname
+    | \btemporary[ ]failure[ ]in[ ]name[ ]resolution | \bgetaddrinfo\b
+    | \bServerSelectionTimeoutError\b | \bserver[ ]selection[ ]timeout
+    | \bNo[ ]connection[ ]could[ ]be[ ]made\b
+    """
+)
+#: Every text _CONNECTION_FAILURE matches holds one of these (lower-cased).
+_CONNECTION_WORDS = (
+    "connect",
+    "reach",
+    "resol",
+    "establish",
+    "route to host",
+    "getaddrinfo",
+    "servname",
+    "service not known",
+    "econn",
+    "etimedout",
+    "enotfound",
+    "eai_again",
+    "serverselection",
+    "server selection",
+)
+_HOST_REMOVED = "[host removed]"
+# In such text: ``host:port`` (the host a name with a letter, an IPv4 address or a bracketed
+# IPv6 one), a bare IPv4 address, or a dotted host name (lower case, ending in letters, not a
+# file name): each a whole token, never part of a word or a longer dotted name.
+_HOST_PORT = re.compile(
+    r"(?<![\w.\-])(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*):\d{1,5}(?!\w|\.\d)"
+)
+_DOTTED = re.compile(r"(?<![\w.\-])[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?![\w\-]|\.\w)")
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+_HOST_NAME = re.compile(r"(?:[a-z0-9\-]+\.)+[a-z]{2,63}")
+_FILE_NAME = re.compile(
+    r".*\.(?:py|pyc|db|sqlite3?|json|toml|ya?ml|txt|log|sock|pem|crt|key|cfg|ini|conf|md|html|csv)"
+)
+
 # Credentials recognisable by their shape alone, wherever they appear.
 _SECRET_SHAPES = re.compile(
     r"\beyJ[\w\-]{2,}\.eyJ[\w\-]{2,}\.[\w\-]*"  # JWT: base64url '{"…' header and payload
@@ -181,8 +246,10 @@ _SQL = re.compile(
     r"ALTER\s+TABLE|PRAGMA\s+\w+|WITH\s+\w+\s+AS\s*\()[^\n]*"
 )
 # An absolute POSIX path with at least two segments, or a Windows drive path. Not part of a
-# URL (the look-behind refuses a preceding word character, slash, colon or dot).
-_POSIX_PATH = re.compile(r"(?<![\w/:.~\-\]])(/(?:[^\s/'\"<>()\[\],;:]+/)+[^\s/'\"<>()\[\],;:]*)")
+# URL (the look-behind refuses a preceding word character, slash, colon or dot). The whole
+# run of segments is taken, empty ones and trailing slashes too (``/a//b/``): a path cut
+# short would leave a slash behind that a second pass took for another path.
+_POSIX_PATH = re.compile(r"(?<![\w/:.~\-\]])(/[^\s/'\"<>()\[\],;:]+/[^\s'\"<>()\[\],;:]*)")
 _WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"<>]+\\)*[^\s\\'\"<>]*")
 _WS = re.compile(r"[ \t]+")
 
@@ -251,13 +318,47 @@ def database_text(text: str) -> bool:
     return _DATABASE_TEXT.search(text) is not None
 
 
+def _host_port(match: re.Match[str]) -> str:
+    host = match.group(1)
+    if host.startswith("[") or _IPV4.fullmatch(host) or any(c.isalpha() for c in host):
+        return _HOST_REMOVED
+    return match.group(0)  # a time (12:30) or a ratio, not a host
+
+
+def _dotted_host(match: re.Match[str]) -> str:
+    token = match.group(0)
+    if _IPV4.fullmatch(token) or (_HOST_NAME.fullmatch(token) and not _FILE_NAME.fullmatch(token)):
+        return _HOST_REMOVED
+    return token
+
+
+def _without_hosts(text: str) -> str:
+    """``text`` without the hosts it names when it reports a failed connection."""
+    lowered = text.lower()
+    if not any(word in lowered for word in _CONNECTION_WORDS):
+        return text  # the common case, decided in C: no word any of the sentences holds
+    if _CONNECTION_FAILURE.search(text) is None:
+        return text
+    return _DOTTED.sub(_dotted_host, _HOST_PORT.sub(_host_port, text))
+
+
+def _credential_pair(match: re.Match[str]) -> str:
+    key, separator, value, spaces, _ = match.groups()
+    if separator is None:  # key, spaces, a credential-shaped value
+        return f"{key}{spaces}{_REDACTED}"
+    if "=" not in separator and _PLAIN_WORD.fullmatch(value):
+        return match.group(0)  # prose: "credentials: bad token"
+    return f"{key}{separator}{_REDACTED}"
+
+
 class Sanitizer:
     """Removes what must never reach a client or a log line.
 
     What goes: traceback text, SQL statements, credentials (configured secret values verbatim,
-    URL userinfo, ``Bearer``/``token`` values, ``password=`` style pairs) and absolute paths
-    (a path under one of ``roots`` becomes relative, so it stays usable; any other becomes
-    ``…/<name>``). Messages are bounded to ``max_chars``.
+    URL userinfo, ``Bearer``/``token`` values, ``password=`` style pairs; values, never a plain
+    word: ``credentials: bad token`` stays), e-mail addresses, the hosts a failed connection
+    names, and absolute paths (a path under one of ``roots`` becomes relative, so it stays
+    usable; any other becomes ``…/<name>``). Messages are bounded to ``max_chars``.
     """
 
     def __init__(
@@ -355,7 +456,17 @@ class Sanitizer:
         text = _AUTH_SCHEME.sub(
             lambda m: f"{m.group(1) or ''}{m.group(2)}{m.group(3)}{_REDACTED}", text
         )
-        return _SECRET_KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+        return _SECRET_PAIR.sub(_credential_pair, text)
+
+    def redact_private(self, text: str) -> str:
+        """:meth:`redact_secrets`, and what else nobody outside needs to know: e-mail addresses
+        (personal data) and the hosts a failed connection's text names (``could not connect
+        to db-0.internal:5432`` → ``… to [host removed]``). Every message and log line gets
+        this; prompt text, written by the client's user, gets only :meth:`redact_secrets`."""
+        text = self.redact_secrets(text)
+        if "@" in text:
+            text = _EMAIL.sub(_REDACTED, text)
+        return _without_hosts(text)
 
     def backend_text(self, text: str, max_chars: int) -> str:
         """Words a backend wrote for a failure (its error's reason), made fit to quote: text
@@ -371,7 +482,7 @@ class Sanitizer:
         return line
 
     def __call__(self, text: object, *, max_chars: int | None = None) -> str:
-        s = self.redact_secrets(encodable(text if isinstance(text, str) else str(text)))
+        s = self.redact_private(encodable(text if isinstance(text, str) else str(text)))
         s = _TRACEBACK.sub("[traceback removed]", s)
         s = _FRAME_LINE.sub("", s)
         s = _FILE_URL.sub("[file url removed]", s)

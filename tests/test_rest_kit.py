@@ -272,6 +272,114 @@ async def test_messages_carry_the_backends_own_reason(tmp_path):
     assert codes[502][:2] == ("BACKEND_ERROR", True) and "HTTP 502" in codes[502][2]
 
 
+async def test_a_backends_reason_keeps_its_words_and_loses_its_values(tmp_path):
+    # A FastAPI 401, {"detail": "bad token"}, is quoted after "set a valid DEMO_API_TOKEN": a
+    # plain word there is prose, not a value. A value after a credential word goes.
+    with Api() as api:
+        gw = _gw(tmp_path, api.url)
+        async with gw:
+            api.override("/status/401", Reply.json({"detail": "bad token"}, 401))
+            bad = _error(await gw.call("demo_status", {"status": 401}))
+            api.override(
+                "/status/403", Reply.json({"detail": "x-api-key 7f3a9c2e1b is revoked"}, 403)
+            )
+            revoked = _error(await gw.call("demo_status", {"status": 403}))
+    assert bad["message"].endswith("set a valid DEMO_API_TOKEN: bad token"), bad
+    assert revoked["message"].endswith("x-api-key [REDACTED] is revoked"), revoked
+
+
+class ReserveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sku: str
+    quantity: int
+    reason_code: str | None = None
+
+
+class Stock(FakeBackend):
+    def respond(self, request: Any) -> Reply:
+        return Reply.json({"detail": f"only 2 left of {request.json['sku']}"}, 409)
+
+
+RESERVE = RestTool(
+    name="demo_reserve",
+    description="Reserve stock.",
+    input_model=ReserveArgs,
+    tier=Tier.MUTATION,
+    mutation=Mutation(
+        "reserves stock", "the item exists", reversible=True, destructive=False, idempotent=False
+    ),
+    backend=DEMO,
+    route=Route(
+        "POST",
+        "/reserve",
+        body=("sku", "quantity", "reason_code"),
+        rename={"quantity": "qty"},
+        status={409: "cannot reserve {quantity} of {sku}: {reason}"},
+    ),
+)
+
+
+async def _reserve_by_hand(args: ReserveArgs, ctx: RestContext[Any]) -> Any:
+    answer = await ctx.client.answer(
+        "POST",
+        "/reserve",
+        json_body={"sku": args.sku, "qty": args.quantity},
+        status={409: (ErrorCode.CONFLICT, "{qty} of {sku} cannot be had: {reason}")},
+    )
+    return answer.data
+
+
+async def test_a_status_template_is_filled_from_the_body_fields_too(tmp_path):
+    by_hand = RestTool(
+        name="demo_reserve_by_hand",
+        description="Reserve stock.",
+        input_model=ReserveArgs,
+        tier=Tier.READ,
+        backend=DEMO,
+        run=_reserve_by_hand,
+    )
+    with Stock() as api:
+        gw = _gw(tmp_path, api.url, ("demo", _plugin(RESERVE, by_hand)))
+        async with gw:
+            args = {"sku": "AB-1", "quantity": 5}
+            declared = _error(await gw.call("demo_reserve", args))
+            manual = _error(await gw.call("demo_reserve_by_hand", args))
+    assert declared["message"] == "cannot reserve 5 of AB-1: only 2 left of AB-1"
+    assert manual["message"] == "5 of AB-1 cannot be had: only 2 left of AB-1"
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        ("cannot reserve {quantiy} of {sku}", "{quantiy}"),
+        ((ErrorCode.CONFLICT, "cannot reserve {amount}: {reason}"), "{amount}"),
+    ],
+)
+def test_a_status_template_placeholder_nothing_fills_is_refused_at_registration(
+    tmp_path, rule, named
+):
+    class Bad:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(
+                RestTool(
+                    name="demo_reserve",
+                    description="Reserve stock.",
+                    input_model=ReserveArgs,
+                    tier=Tier.READ,
+                    backend=DEMO,
+                    route=Route("POST", "/reserve", body=("sku", "quantity"), status={409: rule}),
+                )
+            )
+
+    gw = _gw(tmp_path, "http://127.0.0.1:9", ("bad", Bad()))
+    record = gw.plugin("bad")
+    assert record.state.value == "failed"
+    assert named in record.reason and "409" in record.reason, record.reason
+    assert "quantity" in record.reason  # what could fill it
+    assert "demo_reserve" not in {t.name for t in gw.visible_tools()}
+
+
 async def test_answers_of_the_backend_never_open_the_breaker_but_refusals_do(tmp_path):
     with Api() as api:
         gw = _gw(tmp_path, api.url, breaker_failures=2)

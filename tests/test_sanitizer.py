@@ -51,6 +51,51 @@ traceback_text = st.tuples(abs_path, word).map(
 )
 
 
+label = st.text(
+    alphabet=string.ascii_lowercase + string.digits + "-", min_size=1, max_size=12
+).filter(lambda w: w[0] != "-" and w[-1] != "-" and any(c.isalpha() for c in w))
+# Internal host names as drivers print them: mongo-0.mongo.svc.cluster.local, db.internal.
+host_name = st.tuples(
+    st.lists(label, min_size=1, max_size=4),
+    st.sampled_from(["local", "internal", "svc", "corp", "com", "net", "example"]),
+).map(lambda t: ".".join([*t[0], t[1]]))
+ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
+port = st.integers(1, 65535)
+
+
+@st.composite
+def connection_failure(draw):  # type: ignore[no-untyped-def]
+    """A failed connection as drivers, HTTP clients and resolvers word it: (text, hosts)."""
+    host = draw(st.one_of(host_name, ipv4))
+    p = draw(port)
+    template = draw(
+        st.sampled_from(
+            [
+                "ServerSelectionTimeoutError: {h}:{p}: [Errno 111] Connection refused",
+                "Cannot connect to host {h}:{p} ssl:default [Connection refused]",
+                'connection to server at "{h}" ({ip}), port {p} failed: Connection refused',
+                "dial tcp {ip}:{p}: connect: connection refused",
+                "getaddrinfo ENOTFOUND {h}",
+                "[Errno -2] Name or service not known: '{h}'",
+                "could not connect to {h}:{p}: timed out",
+                "HTTPConnectionPool(host='{h}', port={p}): Max retries exceeded "
+                "(Failed to establish a new connection: [Errno 113] No route to host)",
+            ]
+        )
+    )
+    ip = draw(ipv4)
+    return template.format(h=host, p=p, ip=ip), [host, ip] if "{ip}" in template else [host]
+
+
+email = st.tuples(
+    st.text(alphabet=string.ascii_letters + string.digits + "._+-", min_size=1, max_size=20).filter(
+        lambda w: w[0] not in ".+-"
+    ),
+    host_name,
+).map(lambda t: f"{t[0]}@{t[1]}")
+spaced_key = st.sampled_from(
+    ["x-api-key", "X-Api-Key", "api-key", "apikey", "secret", "password", "client_secret"]
+)
 b64url = st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=8, max_size=40)
 alnum = string.ascii_letters + string.digits
 key_word = st.sampled_from(
@@ -109,10 +154,38 @@ def leaky_message(draw):  # type: ignore[no-untyped-def]
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(
             st.sampled_from(
-                ["word", "path", "win", "pg", "bearer", "secret", "sql", "tb", "shape", "encoded"]
+                [
+                    "word",
+                    "path",
+                    "win",
+                    "pg",
+                    "bearer",
+                    "secret",
+                    "sql",
+                    "tb",
+                    "shape",
+                    "encoded",
+                    "spaced",
+                    "email",
+                    "connection",
+                ]
             )
         )
-        if kind in ("shape", "encoded"):
+        if kind == "spaced":  # a header as some clients print it: "x-api-key <value>"
+            value = draw(secret_chars)
+            parts.append(f"{draw(spaced_key)} {value}")
+            forbidden.append(value)
+        elif kind == "email":
+            address = draw(email)
+            parts.append(
+                draw(st.sampled_from(["{}", "<{}>", "({})", "{}:", "'{}'"])).format(address)
+            )
+            forbidden.append(address)
+        elif kind == "connection":
+            text, hosts = draw(connection_failure())
+            parts.append(text)
+            forbidden += hosts
+        elif kind in ("shape", "encoded"):
             text, secret = draw(shaped_secret())
             if kind == "encoded":  # the same inside a query string or form body
                 text = "q=" + quote(text, safe="")
@@ -231,9 +304,44 @@ def test_paths_under_the_data_root_stay_usable_as_relative_paths(tmp_path):
 
 def test_url_userinfo_is_removed_but_the_host_is_kept():
     s = Sanitizer()
-    assert s("connect to postgres://bob:hunter22@db.internal:5432/x failed") == (
-        "connect to postgres://***@db.internal:5432/x failed"
+    assert s("the dsn postgres://bob:hunter22@db.internal:5432/x has no sslmode") == (
+        "the dsn postgres://***@db.internal:5432/x has no sslmode"
     )
+
+
+def test_a_failed_connection_names_no_host():
+    s = Sanitizer()
+    assert s("connect to postgres://bob:hunter22@db.internal:5432/x failed") == (
+        "connect to postgres://***@[host removed]/x failed"
+    )
+    assert (
+        s(
+            "ServerSelectionTimeoutError: mongo-0.mongo.svc.cluster.local:27017: "
+            "[Errno 111] Connection refused"
+        )
+        == "ServerSelectionTimeoutError: [host removed]: [Errno 111] Connection refused"
+    )
+    # Times, versions, file names and exception names in the same text stay.
+    assert s("could not connect to 10.0.3.7:5432 at 12:30 (jobs.db, psycopg 3.2)") == (
+        "could not connect to [host removed] at 12:30 (jobs.db, psycopg 3.2)"
+    )
+    # Text that reports no failed connection keeps its URLs whole.
+    assert s("see https://docs.example.com:8443/setup") == "see https://docs.example.com:8443/setup"
+
+
+def test_e_mail_addresses_are_redacted_from_messages_and_log_lines(tmp_path):
+    s = Sanitizer()
+    assert s("job 7 belongs to Jane Roe <jane.roe+jobs@corp.example>") == (
+        "job 7 belongs to Jane Roe <[REDACTED]>"
+    )
+    assert s("git@github.com:org/repo.git and v1.2@3") == "[REDACTED]:org/repo.git and v1.2@3"
+    gw, raiser, stream, cleanup = _gateway_with_log(tmp_path)
+    try:
+        raiser.exc = RuntimeError("mail to jane.roe@corp.example bounced")
+        result = anyio.run(gw.call, "boom", {})
+    finally:
+        cleanup()
+    assert "jane.roe" not in result.text() and "jane.roe" not in stream.getvalue()
 
 
 def test_messages_are_bounded():
@@ -287,7 +395,19 @@ ordinary = st.one_of(
     st.binary(min_size=20, max_size=20).map(bytes.hex),  # a git SHA
     st.integers(0, 10**12).map(str),
     st.uuids().map(lambda u: f"job-{u.hex[:12]}"),
-    st.sampled_from(["a basic example", "the token expired", "Bearer of bad news", "sk-1"]),
+    st.sampled_from(
+        [
+            "a basic example",
+            "the token expired",
+            "Bearer of bad news",
+            "sk-1",
+            "credentials: bad token, sign in again",
+            "the password is wrong",
+            "at 12:30",
+            "v1.2.3",
+            "jobs.db",
+        ]
+    ),
 )
 
 
@@ -395,8 +515,63 @@ def test_words_near_credential_words_are_not_redacted():
         ("x-api-key: k1k2k3", "k1k2k3"),
         ("client.secret = 'zz top'", "zz top"),
         ('{"apiKey": "q1w2e3"}', "q1w2e3"),
+        ("x-api-key 7f3a9c2e1b", "7f3a9c2e1b"),
+        ("request refused: api-key Zx81-Qa-77 unknown", "Zx81-Qa-77"),
+        ("apikey correcthorsebatterystaple", "correcthorsebatterystaple"),
+        ("password hunter22", "hunter22"),
+        ("secret=abc", "abc"),
+        ("password: Hunter2", "Hunter2"),
     ):
         assert value not in s.redact_secrets(leaky), leaky
+
+
+def test_a_plain_word_after_a_credential_word_is_prose_and_stays():
+    # A backend's 401 reason, {"detail": "bad token"}, as the REST kit quotes it.
+    s = Sanitizer()
+    for prose in (
+        "the orchestrator API refused access (HTTP 401); set a valid COCKPIT_API_TOKEN: bad token",
+        "check the backend's credentials: bad token",
+        '{"detail": "bad token"}',
+        "token: expired",
+        "Token: Invalid",
+        '{"token": null}',
+        "the password is wrong",
+        "secret sauce",
+        "x-api-key missing",
+        "password 2 attempts left",
+    ):
+        assert s(prose) == prose, prose
+
+
+credential_key = st.sampled_from(
+    [
+        "password",
+        "api_key",
+        "x-api-key",
+        "apikey",
+        "secret",
+        "client_secret",
+        "GITEA_TOKEN",
+        "credentials",
+        "accessToken",
+    ]
+)
+plain_word = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=19).map(
+    lambda w: w.capitalize() if len(w) % 2 else w
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(credential_key, st.sampled_from([": ", ":", " "]), plain_word, word, secret_chars)
+def test_values_go_and_plain_words_stay_after_the_same_key(key, sep, prose, after, value):
+    s = Sanitizer()
+    sentence = f"refused: {key}{sep}{prose} {after}"
+    assert s(sentence, max_chars=0) == sentence
+    leaked = f"refused: {key}{sep}{value} {after}"
+    cleaned = s(leaked, max_chars=0)
+    assert (
+        value not in cleaned and cleaned.startswith(f"refused: {key}") and cleaned.endswith(after)
+    )
 
 
 text_with_secrets = st.one_of(

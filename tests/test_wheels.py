@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from npm_cache import USER_CACHE
 
 REPO = Path(__file__).resolve().parent.parent
 GITEA_TOOLS = {
@@ -216,3 +219,72 @@ def test_a_fresh_venv_from_the_wheels_serves_the_chosen_plugins(wheels, deployme
         "gitea": "loaded",
         "queue": "loaded",
     }
+
+
+def _tutorial_commands() -> list[str]:
+    """The shell commands of the tutorial's "Install and run" block, comments cut off."""
+    doc = (REPO / "docs" / "plugins" / "tutorial.md").read_text()
+    section = doc.split("## 5. Install and run", 1)[1]
+    block = re.search(r"```bash\n(.*?)\n```", section, re.S)
+    assert block is not None, "the tutorial's install block"
+    return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_a_plugin_author_follows_the_tutorial_in_a_fresh_venv_outside_the_repository(
+    wheels, tmp_path
+):
+    # What a third-party author has: the core's wheel (built from a checkout), their plugin
+    # (the example, copied with its tests) and the tutorial. Nothing of this repository is on
+    # the path; the core is not on the package index.
+    author = tmp_path / "author"
+    plugin = author / "my-notes"
+    shutil.copytree(
+        REPO / "examples" / "notes",
+        plugin,
+        ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", ".*_cache"),
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+        and not k.startswith(("MCP_GATEWAY_", "VIRTUAL_ENV", "PIP_"))
+    }
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PIP_CACHE_DIR"] = str(USER_CACHE / "pip")  # pip's own cache, as the author's pip has
+    substitutions = {
+        "path/to/mcp_plugin_gateway-<version>-py3-none-any.whl": str(wheels["mcp-plugin-gateway"]),
+        "path/to/your-plugin": str(plugin),
+    }
+    outputs = []
+    for command in _tutorial_commands():
+        argv = shlex.split(command)
+        argv = [substitutions.get(a, a) for a in argv]
+        if argv[0] == "python3":
+            argv[0] = sys.executable
+        done = subprocess.run(
+            argv, cwd=author, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        outputs.append((command, done.stdout))
+    said = dict(outputs)
+    assert re.search(r"^notes\b.*\bloaded\b", said[".venv/bin/mcp-gateway plugins"], re.M)
+    assert {"notes_add", "notes_search", "notes_delete"} <= set(
+        said[".venv/bin/mcp-gateway tools"].split()
+    )
+    assert json.loads(said[next(c for c in said if " call " in c)])["text"] == "hello"
+    assert re.search(r"\b\d+ passed\b", said[".venv/bin/python -m pytest path/to/your-plugin"])
+    # The core from the wheel (site-packages), the plugin from the author's own folder.
+    where = subprocess.run(
+        [
+            str(author / ".venv" / "bin" / "python"),
+            "-c",
+            "import gateway, gateway_notes; print(gateway.__file__); print(gateway_notes.__file__)",
+        ],
+        cwd=author,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    assert "site-packages" in where[0] and str(REPO) not in where[0]
+    assert where[1].startswith(str(plugin))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .asgi import OAuthGuard, ResourceMetadata, challenge
-    from .claims import TokenRejected
+    from .claims import TokenRejected, TokenThrottled
     from .fetch import IssuerUnavailable
     from .identity import CURRENT_CALLER, Identity, calling_as, current_caller, local_identity
     from .scopes import ScopePolicy
@@ -27,6 +27,7 @@ _WHERE = {
     "ResourceMetadata": "asgi",
     "challenge": "asgi",
     "TokenRejected": "claims",
+    "TokenThrottled": "claims",
     "IssuerUnavailable": "fetch",
     "CURRENT_CALLER": "identity",
     "Identity": "identity",
@@ -52,6 +53,7 @@ __all__ = [
     "ResourceMetadata",
     "ScopePolicy",
     "TokenRejected",
+    "TokenThrottled",
     "calling_as",
     "challenge",
     "current_caller",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -22,7 +23,7 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..spec import Tier
-from .claims import TokenRejected
+from .claims import TokenRejected, TokenThrottled
 from .fetch import IssuerUnavailable
 from .identity import Identity, calling_as
 from .scopes import ScopePolicy
@@ -36,7 +37,7 @@ ToolLookup = Callable[[str], "tuple[Tier, str] | None"]
 
 
 class Authenticator(Protocol):
-    async def authenticate(self, token: str) -> Identity: ...
+    async def authenticate(self, token: str, client: str | None = None) -> Identity: ...
 
     async def aclose(self) -> None: ...
 
@@ -178,9 +179,25 @@ class OAuthGuard:
         try:
             if not token or " " in token:
                 raise TokenRejected("the token is malformed")
-            return await self.verifier.authenticate(token)
+            peer = scope.get("client")
+            return await self.verifier.authenticate(token, peer[0] if peer else None)
         except TokenRejected as rejected:
             await self._deny(send, 401, "invalid_token", rejected.description)
+        except TokenThrottled as throttled:
+            wait = max(1, math.ceil(throttled.retry_after))
+            log.warning(
+                "auth: a client address sent too many refused tokens; its new ones wait %d s", wait
+            )
+            await _send_json(
+                send,
+                429,
+                _error(
+                    "PERMISSION_DENIED",
+                    f"too many tokens from this address were refused; retry in {wait} s",
+                    retryable=True,
+                ),
+                {"Retry-After": str(wait)},
+            )
         except IssuerUnavailable as exc:
             log.warning("auth: cannot check a token now: %s", exc)
             await _send_json(

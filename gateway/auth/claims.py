@@ -20,6 +20,15 @@ class TokenRejected(Exception):
         self.description = description
 
 
+class TokenThrottled(Exception):
+    """Too many tokens this client address sent were refused lately: a new one is not checked
+    until ``retry_after`` seconds have passed (the transport answers 429)."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"too many refused tokens from this address; retry in {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
 @functools.lru_cache(maxsize=1024)  # a deployment sees a handful of audiences, on every call
 def normalize_resource(value: str) -> str:
     """A resource URL as RFC 3986 compares them (case of scheme and host, default port, a

@@ -9,7 +9,6 @@ context, so the call pipeline reads the caller with :func:`current_caller`.
 from __future__ import annotations
 
 import functools
-import getpass
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,13 +64,26 @@ CURRENT_CALLER: ContextVar[Identity | None] = ContextVar("gateway_current_caller
 
 @functools.lru_cache(maxsize=1)
 def local_identity() -> Identity:
-    """The OS user running the gateway: who a stdio call comes from (the user who started the
-    client, which launched the gateway)."""
+    """The operating-system account running the gateway: who a stdio call comes from (the
+    user who started the client, which launched the gateway). Asked of the system by user id,
+    never read from ``LOGNAME``/``USER``, which whoever starts the process sets (a project's
+    ``.mcp.json`` ``env`` can name anyone, newlines included)."""
+    return Identity(subject=_os_account(), client_id="stdio", scopes=None, via="local")
+
+
+def _os_account() -> str:
+    if not hasattr(os, "getuid"):  # Windows: the logon session's user, not a variable
+        try:
+            return os.getlogin()
+        except OSError:
+            return "unknown"
+    import pwd
+
+    uid = os.getuid()
     try:
-        user = getpass.getuser()
-    except (OSError, KeyError, ImportError):  # no USER/LOGNAME and no passwd entry (containers)
-        user = f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
-    return Identity(subject=user, client_id="stdio", scopes=None, via="local")
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no passwd entry (a container run with an arbitrary --user)
+        return f"uid:{uid}"
 
 
 def current_caller() -> Identity:

@@ -168,6 +168,14 @@ class IntrospectionConfig(BaseModel):
     client_id: str = Field(..., min_length=1, max_length=256)
     client_secret: SecretStr
     cache_seconds: float = Field(60.0, ge=0, le=3600)
+    refusals_per_minute: int = Field(
+        20,
+        ge=1,
+        le=100_000,
+        description="Introspections one client address may cause per minute for tokens that "
+        "turn out not to be valid (a burst of as many at once); further new tokens from it "
+        "wait (429). Valid tokens and cached answers cost nothing.",
+    )
 
     @field_validator("endpoint")
     @classmethod

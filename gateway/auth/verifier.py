@@ -96,23 +96,25 @@ class OAuthVerifier:
         if self._own_http:
             await self.http.aclose()
 
-    async def authenticate(self, token: str) -> Identity:
+    async def authenticate(self, token: str, client: str | None = None) -> Identity:
         """The caller this token stands for. :class:`TokenRejected` when it does not let its
-        holder in; :class:`IssuerUnavailable` when that cannot be decided now."""
+        holder in; :class:`IssuerUnavailable` when that cannot be decided now;
+        :class:`TokenThrottled` when an opaque token would need an introspection that the
+        ``client`` address (the request's peer) may not cause now."""
         try:
-            identity = await self._authenticate(token)
+            identity = await self._authenticate(token, client)
         except TokenRejected as rejected:
             log.info("auth: token refused: %s", rejected.description)
             raise
         return identity
 
-    async def _authenticate(self, token: str) -> Identity:
+    async def _authenticate(self, token: str, client: str | None) -> Identity:
         if not token or len(token) > MAX_TOKEN_CHARS or not token.isascii():
             raise TokenRejected(_MALFORMED)
         header = _jose_header(token)
         if header is None:
             if self.introspector is not None:
-                return await self.introspector.identity(token)
+                return await self.introspector.identity(token, client)
             raise TokenRejected(_MALFORMED)
         alg = header.get("alg")
         # Decided before any key is looked up: "none" has no signature, and HS* would treat

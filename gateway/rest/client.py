@@ -325,6 +325,7 @@ class RestClient:
         status: Mapping[int, StatusRule] | None = None,
         what: str = "this request",
         allow_null: bool = False,
+        values: Mapping[str, Any] | None = None,
     ) -> Answer:
         """Send one request and return its decoded JSON with the status and headers; every
         failure is a ``GatewayError``.
@@ -333,9 +334,13 @@ class RestClient:
         percent-encoded as one segment); given ``path_params`` (even ``{}``), ``path`` is a
         template and telemetry records it. ``params`` with value ``None`` are left out;
         ``json_body=None`` sends no body. ``status`` overrides the answer for given statuses
-        (see :data:`StatusRule`); ``allow_null`` accepts an empty (``null``) answer.
+        (see :data:`StatusRule`); its templates are filled from ``values``, by default the
+        fields of a JSON object body, the query parameters and the path parameters;
+        ``allow_null`` accepts an empty (``null``) answer.
         """
-        values = {**(params or {}), **(path_params or {})}
+        if values is None:
+            body_fields = json_body if isinstance(json_body, Mapping) else {}
+            values = {**body_fields, **(params or {}), **(path_params or {})}
         url = fill_path(path, path_params or {}) if "{" in path else path
         route = path if path_params is not None else None
         async with self.stream(

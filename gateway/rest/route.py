@@ -6,20 +6,22 @@ JOB = Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: "no j
 Path placeholders are filled from the values of the same name (percent-encoded as one segment),
 the names in ``query`` go into the query string and those in ``body`` into a JSON object
 (``None`` values are left out), ``rename`` maps a value's name to the name on the wire. ``what``
-names the call in messages, filled from the same values. A route is cheap, immutable data:
+names the call in messages, filled from the same values; so are ``status`` templates (by the
+value's name or its wire name), and a :class:`~gateway.rest.RestTool` whose template names
+something no argument is refuses to register. A route is cheap, immutable data:
 declare it once at module level and send it from any number of tools.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from .status import StatusRule
+from .status import FAILURE_FIELDS, StatusRule, template_fields
 
 if TYPE_CHECKING:
     from .client import Answer, RestClient
@@ -75,7 +77,22 @@ class Route:
             status=self.status,
             what=self.describe(values),
             allow_null=self.allow_null,
+            # Templates name the arguments as the tool's model does, or as the wire does.
+            values={**{wire(n, n): v for n, v in values.items()}, **values},
         )
+
+    def unfilled(self, fields: Iterable[str]) -> list[tuple[int, str]]:
+        """The ``(status, placeholder)`` pairs of ``status`` templates that neither the failure
+        (``{reason}``, ``{status}``, ``{what}``, ``{title}``) nor one of ``fields`` (the
+        arguments, by name or wire name) can fill."""
+        known = {*FAILURE_FIELDS, *fields}
+        known |= {self.rename[n] for n in known if n in self.rename}
+        return [
+            (code, name)
+            for code, rule in self.status.items()
+            for name in template_fields(rule)
+            if name not in known
+        ]
 
 
 def _plain(value: Any) -> Any:

@@ -39,8 +39,9 @@ class Failure:
 
 
 #: How a call answers one status: an error code (default message), a message template (default
-#: code for the status) with ``{reason}``, ``{status}``, ``{what}`` and the call's values, both as
-#: a tuple, or a function returning the exception to raise (e.g. a plugin's own signal).
+#: code for the status) with ``{reason}``, ``{status}``, ``{what}``, ``{title}`` and the call's
+#: values (path, query and body fields), both as a tuple, or a function returning the exception
+#: to raise (e.g. a plugin's own signal).
 StatusRule = ErrorCode | str | tuple[ErrorCode, str] | Callable[[Failure], BaseException]
 
 
@@ -125,6 +126,27 @@ def default_error(f: Failure) -> GatewayError:
         _with_reason(f"{f.title} answered HTTP {s} for {f.what}", f.reason),
         retryable=False,
     )
+
+
+#: What every message template may name besides the call's values.
+FAILURE_FIELDS = ("reason", "status", "what", "title")
+
+
+def template_fields(rule: StatusRule) -> list[str]:
+    """The names a rule's message template fills (``{quantity}``, ``{job.id}`` → ``job``);
+    none for a code or a function."""
+    template = rule if isinstance(rule, str) else rule[1] if isinstance(rule, tuple) else None
+    if template is None:
+        return []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:  # an unmatched brace: rendered as written
+        return []
+    names = []
+    for _, field_name, _, _ in parsed:
+        if field_name:
+            names.append(field_name.split(".", 1)[0].split("[", 1)[0])
+    return names
 
 
 class _Values(dict[str, Any]):

@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel
 
+from ..configfile import closest
 from ..errors import ErrorCode, GatewayError
 from ..spec import ArgsT, SettingsT, ToolContext, ToolHandler, ToolSpec
 from .backend import RestBackend
 from .hub import BackendHub
 from .route import Route
+from .status import FAILURE_FIELDS
 from .validation import validate_answer
 
 if TYPE_CHECKING:
@@ -117,11 +119,27 @@ class RestTool(ToolSpec[ArgsT]):
         if self.run is not None and self.route is None:
             handler = _running(self, self.run)
         elif self.route is not None and self.run is None:
+            _check_templates(self.name, self.route, self.input_model)
             handler = _sending(self, self.route)
         else:
             raise TypeError(f"RestTool {self.name!r}: give either route= or run=")
         handler.__name__ = handler.__qualname__ = self.name
         object.__setattr__(self, "handler", handler)
+
+
+def _check_templates(name: str, route: Route, model: type[BaseModel]) -> None:
+    """A status template naming what nothing fills would reach the model as ``{quantiy}``."""
+    fields = getattr(model, "model_fields", {})
+    unfilled = route.unfilled(fields)
+    if not unfilled:
+        return
+    code, placeholder = unfilled[0]
+    known = [*FAILURE_FIELDS, *fields]
+    raise TypeError(
+        f"RestTool {name!r}: the status {code} message names {{{placeholder}}}, which neither "
+        f"the failure nor an argument fills (known: {', '.join(known)})"
+        + closest(placeholder, known, template="{{{}}}")
+    )
 
 
 def _running(tool: RestTool[ArgsT], run: RestRun[ArgsT]) -> ToolHandler[ArgsT]:

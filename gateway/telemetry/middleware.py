@@ -118,20 +118,19 @@ def server_middleware(
                 result = await call_next(ctx)
                 # The pipeline states its own code; a call it did not describe still counts.
                 if method == "tools/call" and not op.claimed and _is_error_result(result):
-                    _fail(op, "tool_error", None)
+                    _fail(op, "tool_error")
                 return result
             except MCPError as exc:
                 code = str(exc.error.code)
-                _fail(op, code, clean.text(exc.error.message))
+                _fail(op, code)
                 span.set_attribute(n.RPC_STATUS_CODE, code)
                 raise
             except ValidationError:
-                # What the client gets too; pydantic's own text would echo its input.
-                _fail(op, _INVALID_PARAMS, "Invalid request parameters")
+                _fail(op, _INVALID_PARAMS)
                 span.set_attribute(n.RPC_STATUS_CODE, _INVALID_PARAMS)
                 raise
             except BaseException as exc:
-                _fail(op, type(exc).__qualname__, None)
+                _fail(op, type(exc).__qualname__)
                 raise
             finally:
                 CURRENT_OPERATION.reset(op_token)
@@ -141,11 +140,12 @@ def server_middleware(
     return observe
 
 
-def _fail(op: Operation, error_type: str, message: str | None) -> None:
+def _fail(op: Operation, error_type: str) -> None:
+    # The status says the code, never the message (what a client or backend wrote).
     if op.error_type is None:
         op.error_type = error_type
         op.span.set_attribute(n.ERROR_TYPE, error_type)
-        op.span.set_status(StatusCode.ERROR, message)
+        op.span.set_status(StatusCode.ERROR, error_type)
 
 
 def instrument_server(

@@ -120,13 +120,7 @@ class ToolCall(CallTrace):
         self._t.calls_refused.add(1, attrs)
         op.span.set_attribute(n.REFUSAL, why)
 
-    def finish(
-        self,
-        error_code: str | None,
-        *,
-        message: str | None = None,
-        correlation_id: str | None = None,
-    ) -> None:
+    def finish(self, error_code: str | None, *, correlation_id: str | None = None) -> None:
         op = self._op
         span = op.span
         if correlation_id and span.is_recording():
@@ -136,7 +130,9 @@ class ToolCall(CallTrace):
         op.error_type = self._t.clean.name(error_code)
         span.set_attribute(n.ERROR_TYPE, op.error_type)
         if span.is_recording():
-            span.set_status(StatusCode.ERROR, self._t.clean.text(message) if message else None)
+            # The code, not the message: a backend's words (hosts, names, ids) have no place
+            # in a trace store that keeps them longer, and more people read, than the client.
+            span.set_status(StatusCode.ERROR, op.error_type)
 
 
 class BackendRequest(RequestTrace):

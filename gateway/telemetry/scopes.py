@@ -44,10 +44,6 @@ class Clean:
         """An id or other value of high cardinality: credentials removed."""
         return self._sanitizer.redact_secrets(value[:_MAX_INPUT])[:_MAX_NAME]
 
-    def text(self, value: str) -> str:
-        """Free text (an error message): the full sanitizer, as for a client."""
-        return self._sanitizer(value[:_MAX_INPUT], max_chars=300)
-
 
 @dataclass
 class Operation:
@@ -92,14 +88,9 @@ class CallTrace(_Scope):
     def refused(self, reason: str) -> None:
         """The gateway refused the call (``unknown_tool``, ``denied``, ``read_only``, …)."""
 
-    def finish(
-        self,
-        error_code: str | None,
-        *,
-        message: str | None = None,
-        correlation_id: str | None = None,
-    ) -> None:
-        """The outcome: ``error_code`` is the gateway's code (``TIMEOUT``…), ``None`` for OK."""
+    def finish(self, error_code: str | None, *, correlation_id: str | None = None) -> None:
+        """The outcome: ``error_code`` is the gateway's code (``TIMEOUT``…), ``None`` for OK;
+        it is also the span's status description (never the message)."""
 
 
 class RequestTrace(_Scope):

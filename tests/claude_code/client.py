@@ -146,9 +146,11 @@ class Project:
             ANTHROPIC_API_KEY="sk-ant-stand-in",
             # -p otherwise waits only ~2 s for MCP servers, then starts without their tools.
             MCP_CONNECTION_NONBLOCKING="0",
-            # ... but gives a stdio server 5 s to connect (MCP_CONNECT_TIMEOUT_MS), which a
-            # cold start misses on a loaded machine (the parallel suite): the server then stays
-            # "pending" and its tools never reach the model.
+            # ... but gives a stdio server only so long to connect, which a cold start can miss
+            # on a loaded machine (the parallel suite): the server then stays "pending" or
+            # "failed" and its tools never reach the model. 30 s in 2.1.332 (MCP_TIMEOUT), 5 s
+            # before it (MCP_CONNECT_TIMEOUT_MS, which 2.1.332 ignores).
+            MCP_TIMEOUT="60000",
             MCP_CONNECT_TIMEOUT_MS="60000",
             **QUIET,
         )

@@ -103,7 +103,7 @@ def system_health_check(args: NoArgs, ctx: PromptContext) -> str:
 
 def create_job_guided(args: CreateArgs, ctx: PromptContext) -> str:
     steps = [
-        "list_experts(): pick the expert config that fits the task below.",
+        "list_experts(): pick the expert config that fits the task above.",
         'get_expert(expert_id="<chosen id>"): check its tools and instructions fit.',
     ]
     if ctx.has("list_datasources"):

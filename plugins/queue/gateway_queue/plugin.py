@@ -79,9 +79,10 @@ _DB_PATH_FIELD = Field(
 class ReadArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     limit: int = Field(
-        50,
+        store.DEFAULT_PAGE_ROWS,
         strict=True,
-        description=f"Batch size: at most this many jobs (1-{MAX_READ_LIMIT}, default 50).",
+        description=f"Batch size: at most this many jobs (1-{MAX_READ_LIMIT}, "
+        f"default {store.DEFAULT_PAGE_ROWS}).",
         json_schema_extra={"minimum": 1, "maximum": MAX_READ_LIMIT},
     )
     cursor: str | None = Field(

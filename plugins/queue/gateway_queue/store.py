@@ -37,6 +37,7 @@ from .connection import (
 __all__ = [
     "ALLOWED_STATUSES",
     "DEFAULT_DB_PATH",
+    "DEFAULT_PAGE_ROWS",
     "JOB_FIELDS",
     "MAX_PAGE_CHARS",
     "PAGE_INDEX_NAME",
@@ -87,6 +88,8 @@ JOB_FIELDS: tuple[str, ...] = (
     "captured_at",
 )
 DEFAULT_DB_PATH = "data/capture/jobs.db"
+#: Jobs in a page when the caller asks for no other number (``bulk_read_new_jobs``' default).
+DEFAULT_PAGE_ROWS = 50
 
 # The legacy schema, verbatim in meaning: existing databases were created with exactly this.
 _CREATE_JOBS = """
@@ -472,8 +475,13 @@ async def update_statuses(
     """Set each job's status and updated_at in one transaction; all or nothing.
 
     Raises MissingJobsError (nothing changed) if any id does not exist, StoreError on a database
-    problem (retryable when locked). Setting the same status again succeeds. Returns the
-    updated_at value written.
+    problem (retryable when locked) or when the file fails the read below. Setting the same
+    status again succeeds. Returns the updated_at value written.
+
+    Before it writes, the transaction reads the first page a read returns
+    (:data:`DEFAULT_PAGE_ROWS` new jobs) with :func:`read_new_jobs_page` itself: a file whose next
+    read fails (a corrupt page, a job without an id) gets no write either. The update's own
+    statements only touch the pages of its jobs, so a damaged page elsewhere would not stop it.
     """
     for u in updates:
         if u.status not in ALLOWED_STATUSES:
@@ -481,6 +489,7 @@ async def update_statuses(
     updated_at = now or utc_now()
     ids = [u.id for u in updates]
     async with conn.transaction():
+        await read_new_jobs_page(conn, DEFAULT_PAGE_ROWS)
         placeholders = ", ".join("?" for _ in ids)
         found = {
             r[0]

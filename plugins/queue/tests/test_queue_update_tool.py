@@ -348,3 +348,41 @@ async def test_an_update_never_writes_into_a_file_the_reader_refuses(gateway_fac
     assert result.code == "DB_ERROR", result.payload
     assert "INTEGER PRIMARY KEY" in result.payload["error"]["message"]
     assert path.read_bytes() == before
+
+
+@pytest.mark.anyio
+async def test_an_update_never_writes_into_a_file_whose_next_read_is_corrupt(
+    gateway_factory, tmp_path
+):
+    # One job per page (3 KB descriptions). The page holding the newest job, the first one a
+    # read returns, is damaged; job 1, the one updated, sits on an intact page, so the update's
+    # own statements would never notice.
+    path = tmp_path / "corrupt.db"
+    init_db(path)
+    add_rows(
+        path,
+        [
+            {
+                "status": "new",
+                "captured_at": f"2025-01-{day:02d}",
+                "description": f"job{day:03d}-" + "x" * 3000,
+            }
+            for day in range(1, 29)
+        ],
+    )
+    data = bytearray(path.read_bytes())
+    page_size = 4096
+    newest = data.index(b"job028-")
+    start = newest - newest % page_size
+    assert data.index(b"job001-") // page_size != start // page_size
+    data[start : start + 8] = b"\xff" * 8  # the b-tree page header: not a valid page type
+    path.write_bytes(bytes(data))
+    before = path.read_bytes()
+    gw = gateway_factory(plugins=["queue"])
+    async with gw:
+        read = await gw.call("bulk_read_new_jobs", {"db_path": "corrupt.db"})
+        result = await update(gw, [{"id": 1, "status": "reject"}], db_path="corrupt.db")
+    assert read.code == "DB_ERROR" and "corrupt" in read.payload["error"]["message"]
+    assert result.code == "DB_ERROR", result.payload
+    assert "corrupt" in result.payload["error"]["message"]
+    assert path.read_bytes() == before
