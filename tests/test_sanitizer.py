@@ -388,9 +388,10 @@ def test_debug_logs_keep_tracebacks_readable_but_every_continuation_is_indented(
 
 
 ordinary = st.one_of(
-    # "Bearer <anything>" is an Authorization value, which the sanitizer redacts on purpose
-    # (in any case: the scheme is case-insensitive).
-    word.filter(lambda w: w.lower() != "bearer"),
+    # "Bearer <anything>" (and "Token …", "Basic …" before a credential-shaped value) is an
+    # Authorization value, which the sanitizer redacts on purpose (in any case: the scheme is
+    # case-insensitive).
+    word.filter(lambda w: w.lower() not in ("bearer", "token", "basic")),
     st.uuids().map(str),
     st.binary(min_size=20, max_size=20).map(bytes.hex),  # a git SHA
     st.integers(0, 10**12).map(str),
