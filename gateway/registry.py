@@ -17,14 +17,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from .errors import ARGUMENTS, encodable, field_errors, invalid
-from .spec import TOOL_NAME, Mutation, PluginContext, ProgressFn, Tier, ToolContext, ToolSpec
+from .spec import (
+    TOOL_NAME,
+    Mutation,
+    PluginContext,
+    ProgressFn,
+    Tier,
+    ToolContext,
+    ToolSpec,
+    declared_at,
+)
+from .spec import RegistrationError as RegistrationError
 
 if TYPE_CHECKING:
     from .schemacache import PluginSchemas
-
-
-class RegistrationError(Exception):
-    """A tool spec the core refuses; the plugin that declared it is skipped."""
 
 
 #: Claude Code cuts a tool description (MUTATION paragraph included) after this many
@@ -430,7 +436,7 @@ def validate_spec(spec: object) -> Tier:
         raise RegistrationError(f"register() takes a ToolSpec, got {type(spec).__name__}")
     if not isinstance(spec.name, str) or not TOOL_NAME.fullmatch(spec.name):
         raise RegistrationError(f"tool name {spec.name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
-    where = f"tool {spec.name!r}"
+    where = declared_at("tool", spec.name, spec.function)
     if spec.tier is None:
         raise RegistrationError(f"{where}: no tier; set tier='read' or tier='mutation'")
     try:
@@ -440,6 +446,11 @@ def validate_spec(spec: object) -> Tier:
             f"{where}: unknown tier {spec.tier!r}; use 'read' or 'mutation'"
         ) from None
     if not isinstance(spec.description, str) or not spec.description.strip():
+        if spec.function is not None:
+            raise RegistrationError(
+                f"{where}: no description; give the function a docstring (its first "
+                "paragraph is the description) or pass description="
+            )
         raise RegistrationError(f"{where}: description is empty")
     if not (isinstance(spec.input_model, type) and issubclass(spec.input_model, BaseModel)):
         raise RegistrationError(f"{where}: input_model must be a pydantic BaseModel subclass")
@@ -452,6 +463,8 @@ def validate_spec(spec: object) -> Tier:
         isinstance(spec.output_model, type) and issubclass(spec.output_model, BaseModel)
     ):
         raise RegistrationError(f"{where}: output_model must be a pydantic BaseModel subclass")
+    if spec.function is not None and not inspect.iscoroutinefunction(spec.function):
+        raise RegistrationError(f"{where}: must be an async function (async def)")
     if not inspect.iscoroutinefunction(spec.handler):
         raise RegistrationError(f"{where}: handler must be an async function")
     if spec.timeout is not None and not (spec.timeout > 0):
@@ -503,6 +516,7 @@ def build_tool(
     """Validate a spec and derive its published form (its schemas from ``schemas`` when they
     were built before from the same files and settings)."""
     tier = validate_spec(spec)
+    where = declared_at("tool", spec.name, spec.function)
     cached = schemas.get(spec) if schemas is not None else None
     if cached is not None:
         model_schema, output_schema = cached
@@ -511,21 +525,19 @@ def build_tool(
             model_schema = _schema_of(spec.input_model)
             output_schema = _schema_of(spec.output_model) if spec.output_model else None
         except Exception as exc:  # pydantic raises several kinds for unschematizable models
-            raise RegistrationError(
-                f"tool {spec.name!r}: schema cannot be generated ({exc})"
-            ) from None
+            raise RegistrationError(f"{where}: schema cannot be generated ({exc})") from None
         if schemas is not None:
             schemas.put(spec, model_schema, output_schema)
     input_schema = optional_without_null(model_schema)
     if input_schema.get("type") != "object":
-        raise RegistrationError(f"tool {spec.name!r}: input schema root must be an object")
+        raise RegistrationError(f"{where}: input schema root must be an object")
     description = spec.description.strip()
     if tier is Tier.MUTATION:
         assert spec.mutation is not None
         description = f"{description}\n\n{mutation_paragraph(spec.mutation)}"
     if len(description) > MAX_DESCRIPTION_CHARS:
         raise RegistrationError(
-            f"tool {spec.name!r}: description is {len(description)} characters"
+            f"{where}: description is {len(description)} characters"
             + (" with its MUTATION paragraph" if tier is Tier.MUTATION else "")
             + f"; Claude Code cuts it after {MAX_DESCRIPTION_CHARS}: say it in fewer words "
             "(parameter details belong in the input model's field descriptions)"
@@ -534,7 +546,7 @@ def build_tool(
     published = json.dumps([title, description, input_schema, output_schema], ensure_ascii=False)
     if encodable(published) is not published:
         raise RegistrationError(
-            f"tool {spec.name!r}: its title, description or schema holds a lone surrogate "
+            f"{where}: its title, description or schema holds a lone surrogate "
             "(not valid Unicode), which no client could receive"
         )
     annotations: dict[str, Any] = {

@@ -38,7 +38,7 @@ from .shapes import (
     uuid_check,
 )
 from .status import Failure, StatusRule, backend_reason, status_error
-from .tools import RestContext, RestRun, RestTool
+from .tools import RestContext, RestRun, RestTool, RestTools
 from .validation import validate_answer
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "RestRun",
     "RestSettings",
     "RestTool",
+    "RestTools",
     "Route",
     "StatusRule",
     "UtcTimestamp",
