@@ -15,10 +15,12 @@ from gateway import (
     Plugin,
     PluginContext,
     PromptContext,
+    Resource,
     Tier,
     ToolContext,
     ToolSpec,
     env_field,
+    hookimpl,
     tool,
 )
 from gateway.plugins import PluginState
@@ -401,14 +403,12 @@ async def test_tools_declared_after_the_plugin_are_its_tools_too(tmp_path):
 
 @pytest.mark.anyio
 async def test_args_refuses_unknown_fields_and_publishes_no_description_of_its_own(tmp_path):
-    class Empty(Args):
-        pass
-
-    async def nothing(args: Empty, ctx: ToolContext[Any]) -> dict[str, bool]:
+    async def nothing(args: Args, ctx: ToolContext[Any]) -> dict[str, bool]:
         return {"ok": True}
 
+    # Args itself is the input model of a tool without arguments.
     spec = ToolSpec(
-        name="nothing", description="Do nothing.", input_model=Empty, handler=nothing, tier="read"
+        name="nothing", description="Do nothing.", input_model=Args, handler=nothing, tier="read"
     )
     gw = _gateway(tmp_path, p=Plugin(tools=[spec]))
     async with gw, gateway_client(gw) as client:
@@ -420,3 +420,45 @@ async def test_args_refuses_unknown_fields_and_publishes_no_description_of_its_o
         "type": "object",
     }
     assert tool_error(refused)["code"] == "VALIDATION_ERROR"
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.opened = self.closed = 0
+
+
+COUNTER = Resource[_Counter]("counter")
+
+
+class _CountingPlugin(Plugin):
+    """A plugin with resources: its extra hooks are methods of a subclass."""
+
+    @hookimpl
+    async def open_resources(self, plugin: PluginContext[Any]) -> None:
+        plugin.put(COUNTER, _Counter()).opened += 1
+
+    @hookimpl
+    async def close_resources(self, plugin: PluginContext[Any]) -> None:
+        counter = plugin.get(COUNTER)
+        assert counter is not None
+        counter.closed += 1
+        CLOSED.append(counter)
+
+
+CLOSED: list[_Counter] = []
+
+
+@pytest.mark.anyio
+async def test_a_subclass_of_plugin_adds_the_hooks_it_needs(tmp_path):
+    plugin = _CountingPlugin()
+
+    @plugin.tool(tier=Tier.READ)
+    async def opened(*, ctx: ToolContext[Any]) -> dict[str, int]:
+        """How often the resources were opened."""
+        counter = ctx.plugin.get(COUNTER)
+        return {"opened": counter.opened if counter else -1}
+
+    async with _gateway(tmp_path, p=plugin) as gw:
+        result = await gw.call("opened", {})
+    assert result.payload == {"opened": 1}
+    assert [(c.opened, c.closed) for c in CLOSED] == [(1, 1)]
