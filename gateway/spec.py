@@ -358,7 +358,12 @@ def declare(
     Raises
     :class:`RegistrationError` naming the function for what cannot be an argument."""
     if not callable(fn):
-        raise RegistrationError(f"@{kind} decorates a function, not {type(fn).__name__}")
+        raise RegistrationError(
+            f"@{kind} decorates a function, not {type(fn).__name__}; its options are keywords "
+            f"(@{kind}(tier=...))"
+            if kind == "tool"
+            else f"@{kind} decorates a function"
+        )
     name = name if name is not None else getattr(fn, "__name__", "")
     where = declared_at(kind, name, fn)
     try:

@@ -217,6 +217,14 @@ def test_what_cannot_be_a_tool_argument_is_refused_naming_the_function(source, r
     assert reason in str(refused.value)
 
 
+def test_the_tier_given_positionally_is_refused_saying_how_to_give_it():
+    with pytest.raises(RegistrationError) as refused:
+        tool(Tier.READ)  # type: ignore[call-overload]
+    assert str(refused.value) == (
+        "@tool decorates a function, not Tier; its options are keywords (@tool(tier=...))"
+    )
+
+
 def _refusal(tmp_path: Any, spec: ToolSpec[Any]) -> str:
     gw = _gateway(tmp_path, p=Plugin(tools=[spec]))
     record = gw.plugin("p")
