@@ -339,7 +339,6 @@ class Declaration:
     input_model: type[Args]
     output_model: type[BaseModel] | None
     call: Callable[[BaseModel, Any], Any]
-    takes_context: bool
 
 
 def declare(
@@ -355,8 +354,7 @@ def declare(
     first paragraph of its docstring (``description`` overrides), a model of its parameters, and
     its return annotation when that is a pydantic model (``returns_model=False``: not read). The
     parameter annotated with one of ``context`` (or named ``ctx``) receives the context instead.
-    Raises
-    :class:`RegistrationError` naming the function for what cannot be an argument."""
+    Raises :class:`RegistrationError` naming the function for what cannot be an argument."""
     if not callable(fn):
         raise RegistrationError(
             f"@{kind} decorates a function, not {type(fn).__name__}; its options are keywords "
@@ -371,38 +369,55 @@ def declare(
     except (TypeError, ValueError) as exc:
         raise RegistrationError(f"{where}: its signature cannot be read ({exc})") from None
     namespace = _declaring_locals()
-    fields: dict[str, Any] = {}
-    order: list[str] = []
-    positional = 0
-    ctx_name: str | None = None
+    arguments = _Arguments(fn, where, kind, context, namespace)
     for param in signature.parameters.values():
+        arguments.add(param)
+    return Declaration(
+        name=name,
+        description=_first_paragraph(fn) if description is None else description,
+        input_model=arguments.model(name),
+        output_model=_output_model(fn, signature, namespace, where) if returns_model else None,
+        call=_caller(fn, arguments.order, arguments.positional, arguments.ctx_name),
+    )
+
+
+class _Arguments:
+    """The parameters of a function, read one by one into the fields of its input model."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        where: str,
+        kind: str,
+        context: tuple[type, ...],
+        namespace: dict[str, Any] | None,
+    ) -> None:
+        self.fn, self.where, self.kind, self.context = fn, where, kind, context
+        self.namespace = namespace
+        self.fields: dict[str, Any] = {}
+        self.order: list[str] = []
+        self.positional = 0
+        self.ctx_name: str | None = None
+
+    def add(self, param: inspect.Parameter) -> None:
+        where = self.where
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise RegistrationError(
-                f"{where}: {star}{param.name} cannot become arguments of a {kind}; "
+                f"{where}: {star}{param.name} cannot become arguments of a {self.kind}; "
                 "declare each argument as a parameter of its own"
             )
-        hint: Any = _EMPTY
-        if param.annotation is not _EMPTY:
-            try:
-                hint = _resolved(fn, param.annotation, namespace)
-            except Exception as exc:  # NameError, SyntaxError, TypeError from typing
-                if param.name != "ctx":
-                    raise RegistrationError(
-                        f"{where}: the annotation of {param.name!r} ({param.annotation}) cannot "
-                        f"be resolved ({type(exc).__name__}: {exc}); define or import what it "
-                        "names before the function"
-                    ) from None
-        if _is_context(hint, context) or (param.name == "ctx" and hint is _EMPTY):
-            if ctx_name is not None:
+        hint = self._hint(param)
+        if _is_context(hint, self.context) or (param.name == "ctx" and hint is _EMPTY):
+            if self.ctx_name is not None:
                 raise RegistrationError(
-                    f"{where}: {ctx_name!r} and {param.name!r} both ask for the context"
+                    f"{where}: {self.ctx_name!r} and {param.name!r} both ask for the context"
                 )
-            ctx_name = param.name
+            self.ctx_name = param.name
         elif param.name == "ctx":
             raise RegistrationError(
                 f"{where}: the parameter ctx receives the context: annotate it "
-                f"{context[0].__name__} or give the argument another name"
+                f"{self.context[0].__name__} or give the argument another name"
             )
         elif hint is _EMPTY:
             raise RegistrationError(
@@ -415,29 +430,43 @@ def declare(
                 "with _ is private to a pydantic model"
             )
         else:
-            fields[param.name] = (hint, ... if param.default is _EMPTY else param.default)
-        order.append(param.name)
-        positional += param.kind is param.POSITIONAL_ONLY
-    try:
-        model: type[Args] = create_model(
-            _model_name(name), __base__=Args, __module__=fn.__module__, **fields
-        )
-    except Exception as exc:  # pydantic refuses a field name or a definition
-        raise RegistrationError(
-            f"{where}: its parameters do not make an input model ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''})"
-        ) from None
-    lost = [name for name in fields if name not in model.model_fields]
-    if lost:  # a name pydantic keeps for itself would silently not be an argument
-        raise RegistrationError(f"{where}: {', '.join(map(repr, lost))} cannot be an argument")
-    return Declaration(
-        name=name,
-        description=_first_paragraph(fn) if description is None else description,
-        input_model=model,
-        output_model=_output_model(fn, signature, namespace, where) if returns_model else None,
-        call=_caller(fn, order, positional, ctx_name),
-        takes_context=ctx_name is not None,
-    )
+            self.fields[param.name] = (hint, ... if param.default is _EMPTY else param.default)
+        self.order.append(param.name)
+        self.positional += param.kind is param.POSITIONAL_ONLY
+
+    def _hint(self, param: inspect.Parameter) -> Any:
+        """The parameter's annotation as a type; ``_EMPTY`` when it has none, or when ``ctx``'s
+        names what cannot be resolved (imported for type checkers only: it is the context)."""
+        if param.annotation is _EMPTY:
+            return _EMPTY
+        try:
+            return _resolved(self.fn, param.annotation, self.namespace)
+        except Exception as exc:  # NameError, SyntaxError, TypeError from typing
+            if param.name == "ctx":
+                return _EMPTY
+            raise RegistrationError(
+                f"{self.where}: the annotation of {param.name!r} ({param.annotation}) cannot be "
+                f"resolved ({type(exc).__name__}: {exc}); define or import what it names "
+                "before the function"
+            ) from None
+
+    def model(self, name: str) -> type[Args]:
+        try:
+            model: type[Args] = create_model(
+                _model_name(name), __base__=Args, __module__=self.fn.__module__, **self.fields
+            )
+        except Exception as exc:  # pydantic refuses a field name or a definition
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise RegistrationError(
+                f"{self.where}: its parameters do not make an input model "
+                f"({type(exc).__name__}: {first})"
+            ) from None
+        lost = [name for name in self.fields if name not in model.model_fields]
+        if lost:  # a name pydantic keeps for itself would silently not be an argument
+            raise RegistrationError(
+                f"{self.where}: {', '.join(map(repr, lost))} cannot be an argument"
+            )
+        return model
 
 
 def _declaring_locals() -> dict[str, Any] | None:
