@@ -363,31 +363,27 @@ class RestTools:
         timeout: float | None,
         max_result_chars: int | None,
     ) -> RestTool[Any] | Callable[[AsyncFunction], RestTool[Any]]:
-        def add(tool: RestTool[Any]) -> RestTool[Any]:
-            self._tools.append(tool)
-            return tool
-
+        common: dict[str, Any] = {
+            "tier": tier,
+            "mutation": mutation,
+            "title": title,
+            "timeout": timeout,
+            "max_result_chars": max_result_chars,
+        }
         if input_model is not None:
             if name is None or description is None:
                 raise RegistrationError(
                     f"a tool of input_model={input_model.__name__} needs name= and description="
                 )
-            return add(
-                RestTool(
-                    name=name,
-                    description=description,
-                    input_model=input_model,
-                    output_model=output_model,
-                    tier=tier,
-                    mutation=mutation,
-                    backend=self.backend,
-                    route=route,
-                    run=run,
-                    shape=shape,
-                    title=title,
-                    timeout=timeout,
-                    max_result_chars=max_result_chars,
-                )
+            return self._add(
+                name=name,
+                description=description,
+                input_model=input_model,
+                output_model=output_model,
+                route=route,
+                run=run,
+                shape=shape,
+                **common,
             )
         if route is not None or run is not None or shape is not None:
             raise RegistrationError(
@@ -397,24 +393,22 @@ class RestTools:
 
         def decorate(fn: AsyncFunction) -> RestTool[Any]:
             declared = declare(fn, name=name, description=description)
-            return add(
-                RestTool(
-                    name=declared.name,
-                    description=declared.description,
-                    input_model=declared.input_model,
-                    output_model=declared.output_model,
-                    tier=tier,
-                    mutation=mutation,
-                    backend=self.backend,
-                    run=_run_of(declared.call),
-                    title=title,
-                    timeout=timeout,
-                    max_result_chars=max_result_chars,
-                    function=fn,
-                )
+            return self._add(
+                name=declared.name,
+                description=declared.description,
+                input_model=declared.input_model,
+                output_model=declared.output_model,
+                run=_run_of(declared.call),
+                function=fn,
+                **common,
             )
 
         return decorate if fn is None else decorate(fn)
+
+    def _add(self, **fields: Any) -> RestTool[Any]:
+        tool: RestTool[Any] = RestTool(backend=self.backend, **fields)
+        self._tools.append(tool)
+        return tool
 
 
 def _run_of(call: Callable[[BaseModel, Any], Any]) -> RestRun[Any]:
