@@ -33,6 +33,7 @@ import core_common as c
 from core_redaction import Page, PagePlugin, make_page
 
 from gateway.errors import encodable
+from gateway.pipeline import _shape
 from gateway.testing import make_gateway
 
 JOBS = 50
@@ -86,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
             variants: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
                 "dict": (
                     lambda d=data: before_dict(d),
-                    lambda d=data: gw.pipeline._shape(dict_tool, d),
+                    lambda d=data: _shape(dict_tool, d),
                 ),
                 "model": (
                     lambda m=model: before_model(m),
-                    lambda m=model: gw.pipeline._shape(tool, m),
+                    lambda m=model: _shape(tool, m),
                 ),
             }
             for kind, (old, new) in variants.items():

@@ -10,9 +10,10 @@ __version__ = "0.1.0"
 from .config import env_field
 from .errors import ErrorCode, GatewayError
 from .hookspecs import hookimpl
-from .parts import PluginParts
+from .parts import Plugin
 from .prompts import PromptContext, PromptSpec
 from .spec import (
+    Args,
     HealthCheck,
     Mutation,
     NotInitialized,
@@ -21,16 +22,18 @@ from .spec import (
     Tier,
     ToolContext,
     ToolSpec,
+    tool,
 )
 
 __all__ = [
+    "Args",
     "ErrorCode",
     "GatewayError",
     "HealthCheck",
     "Mutation",
     "NotInitialized",
+    "Plugin",
     "PluginContext",
-    "PluginParts",
     "PromptContext",
     "PromptSpec",
     "Resource",
@@ -40,4 +43,5 @@ __all__ = [
     "__version__",
     "env_field",
     "hookimpl",
+    "tool",
 ]

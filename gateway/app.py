@@ -22,7 +22,7 @@ from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
-from .pipeline import CallResult, Pipeline
+from .pipeline import CallResult, build_pipeline
 from .plugins import (
     PluginLoader,
     PluginRecord,
@@ -139,7 +139,7 @@ class Gateway:
         self.loaded = False
         if not defer_loading:
             self.load()
-        self.pipeline = Pipeline(
+        self.pipeline = build_pipeline(
             self.registry,
             self.policy,
             self.health,

@@ -96,6 +96,62 @@ def error_payload(
     return {"error": body}
 
 
+# --- validation errors -----------------------------------------------------------------
+
+_MAX_FIELD_ERRORS = 20
+#: The field name of an error about the arguments as a whole.
+ARGUMENTS = "(arguments)"
+
+
+def field_errors(exc: Any) -> list[dict[str, str]]:
+    """Each field and rule a pydantic ``ValidationError`` names, never the input value."""
+    fields = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        loc = ".".join(str(p) for p in err["loc"]) or ARGUMENTS
+        rule = err["type"]
+        msg = err["msg"]
+        if rule == "extra_forbidden":
+            msg = "unknown field; it is not a parameter of this tool"
+        elif rule == "missing":
+            msg = "required field is missing"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        fields.append({"field": loc, "rule": rule, "message": msg})
+    return fields
+
+
+def invalid(fields: list[dict[str, str]]) -> GatewayError:
+    """The one validation error, each thing said once: the message describes each field's
+    failure (the words a client was written against), ``details.fields`` names each field and
+    rule; a field's message is there only when the message had no room for it."""
+    fields = fields[:_MAX_FIELD_ERRORS]
+    parts: list[str] = []
+    for f in fields:
+        part = f"{f['field']}: {f['message']}"
+        if parts and sum(len(p) + 2 for p in parts) + len(part) > MAX_MESSAGE_CHARS - 100:
+            # room for the rest of the message: the sanitizer cuts at MAX_MESSAGE_CHARS
+            break
+        parts.append(part)
+    rest = len(fields) - len(parts)
+    return GatewayError(
+        ErrorCode.VALIDATION_ERROR,
+        "Invalid arguments: " + "; ".join(parts) + (f" (+{rest} more in details)" if rest else ""),
+        details={
+            "fields": [
+                {"field": f["field"], "rule": f["rule"]}
+                if i < len(parts)
+                else {"field": f["field"], "rule": f["rule"], "message": f["message"]}
+                for i, f in enumerate(fields)
+            ]
+        },
+    )
+
+
+def format_validation_error(exc: Any) -> GatewayError:
+    """A pydantic ``ValidationError`` as the one ``VALIDATION_ERROR``."""
+    return invalid(field_errors(exc))
+
+
 # --- text every client can receive --------------------------------------------------------
 
 

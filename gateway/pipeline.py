@@ -1,6 +1,16 @@
-"""The one call pipeline every ``tools/call`` goes through (DESIGN.md, steps 1-7).
+"""The one call pipeline: every ``tools/call``, whatever provides the tool, through the same layers.
 
-policy → validate (before any I/O) → breaker → run under timeout → shape → sanitize → audit
+A layer is ``async (call, call_next) -> CallResult``, like FastMCP's ``on_call_tool(context,
+call_next)``. The gateway composes the layers its configuration needs, outermost first::
+
+    telemetry → errors → policy → scopes → validation → audit → breaker → timeout → (run)
+
+A layer refuses a call by raising :class:`~gateway.errors.GatewayError`; the errors layer turns
+whatever was raised inside it into the one sanitized error result. Layers that must know how a
+call ended (audit, breaker, telemetry) see either the result or that error on its way out.
+Telemetry is installed only when it is on, scopes only with OAuth; the others always run.
+Innermost, :class:`Runner` runs the tool's own code (a plugin's handler, a mounted server's
+call) and turns whatever it raised or returned into a deliberate error or the shaped result.
 """
 
 from __future__ import annotations
@@ -10,17 +20,16 @@ import logging
 import time
 import traceback
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .arguments import format_validation_error, validate_arguments
 from .audit import AuditLog, redact_arguments
-from .auth.identity import current_caller
+from .auth.identity import Identity, current_caller
 from .callstate import CURRENT_CALL, CallState
 from .errors import (
     ErrorCode,
@@ -35,13 +44,13 @@ from .lifecycle import plugin_fault
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .rest.status import classify_exception
-from .spec import ProgressFn, Tier, ToolContext
-from .telemetry import OFF, CallTrace, Telemetry
+from .spec import ProgressFn, Tier
+from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL
 
 log = logging.getLogger("gateway.pipeline")
 
-__all__ = ["CallResult", "Pipeline", "format_validation_error"]
+__all__ = ["Call", "CallResult", "Layer", "Next", "Pipeline"]
 
 
 def _dumps(payload: Any) -> str:
@@ -72,55 +81,131 @@ class CallResult:
         return self.encoded
 
 
-def _backend_answered(code: str) -> bool:
-    """Error codes that only an answer of the backend produces (it is up)."""
-    return code in (
-        ErrorCode.NOT_FOUND,
-        ErrorCode.CONFLICT,
-        ErrorCode.PERMISSION_DENIED,
-        ErrorCode.BACKEND_ERROR,
-    )
+@dataclass
+class Call:
+    """One ``tools/call`` as it passes down the layers: what the client sent, and what the
+    layers learned on the way (the tool, the validated arguments, the correlation id)."""
+
+    name: Any
+    arguments: Any
+    progress: ProgressFn | None = None
+    caller: Identity = field(default_factory=current_caller)
+    tool: RegisteredTool | None = None
+    #: the arguments as the tool takes them (its input model, or the checked JSON object)
+    args: Any = None
+    #: set once the arguments are valid: the call's id in the log, the audit and the trace
+    correlation_id: str | None = None
+    trace: CallTrace = NO_CALL
+    #: what code deeper down (the REST client) tells the pipeline about the running call
+    state: CallState = field(default_factory=CallState)
+
+    @property
+    def served(self) -> RegisteredTool:
+        """The tool, for the layers below the policy layer (which found it)."""
+        assert self.tool is not None, "a layer below the policy layer ran without a tool"
+        return self.tool
 
 
-def _frames(exc: BaseException) -> str:
-    """Where it happened, as short relative names: enough to find it, no absolute paths."""
-    parts = []
-    for fr in traceback.extract_tb(exc.__traceback__)[-4:]:
-        short = "/".join(fr.filename.replace("\\", "/").split("/")[-2:])
-        parts.append(f"{short}:{fr.lineno} in {fr.name}")
-    return " < ".join(reversed(parts))
+Next = Callable[[Call], Awaitable[CallResult]]
+
+
+class Layer(Protocol):
+    """One step of the pipeline: do something before and/or after ``call_next(call)``, or
+    refuse the call by raising :class:`GatewayError` instead of calling it."""
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult: ...
+
+
+def compose(layers: Sequence[Layer], innermost: Next) -> Next:
+    """``layers[0]`` outermost, each calling the next, the last calling ``innermost``."""
+    chain = innermost
+    for layer in reversed(layers):
+        chain = _bind(layer, chain)
+    return chain
+
+
+def _bind(layer: Layer, call_next: Next) -> Next:
+    async def step(call: Call) -> CallResult:
+        return await layer(call, call_next)
+
+    return step
 
 
 class Pipeline:
+    """The composed layers. :meth:`call` runs them all; :meth:`run` only those below the
+    audit (breaker, timeout, the tool) for arguments already valid."""
+
     def __init__(
         self,
-        registry: Registry,
-        policy: Policy,
-        health: HealthMonitor,
-        sanitizer: Sanitizer,
-        audit: AuditLog,
-        *,
-        default_timeout: float,
-        debug: bool = False,
-        unavailable_hint: Callable[[RegisteredTool], str | None] | None = None,
-        telemetry: Telemetry = OFF,
+        outer: Sequence[Layer],
+        refusals: Sequence[Layer],
+        running: Sequence[Layer],
+        runner: Runner,
+        errors: Errors,
     ) -> None:
-        self.registry = registry
-        self.policy = policy
-        self.health = health
-        self.sanitize = sanitizer
-        self.audit = audit
-        self.default_timeout = default_timeout
-        self.debug = debug
-        #: what a tool's BACKEND_UNAVAILABLE errors add (the tools to use meanwhile)
-        self.unavailable_hint = unavailable_hint
+        self.errors = errors
+        self._run = compose([errors, *running], runner)
+        self._call = compose([*outer, errors, *refusals, *running], runner)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+    ) -> CallResult:
+        return await self._call(Call(name, arguments, progress))
+
+    async def run(self, tool: RegisteredTool, args: Any) -> CallResult:
+        """What a call does once its arguments are valid, without policy and audit: the test
+        kit's way to run a tool whose handler it replaced."""
+        call = Call(tool.name, None, tool=tool, args=args, correlation_id=_new_id())
+        return await self._run(call)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+# -- the layers, outermost first ----------------------------------------------------------------
+
+
+class Traced:
+    """One span per call (installed only when telemetry is on)."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry = telemetry
 
-    def _error(
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        with self.telemetry.tool_call(str(call.name)) as trace:
+            call.trace = trace
+            result = await call_next(call)
+            error = result.payload["error"] if result.is_error else None
+            trace.finish(error["code"] if error else None, correlation_id=result.correlation_id)
+        return result
+
+
+class Errors:
+    """Turns a refusal raised anywhere below into the error result: the message sanitized
+    (no paths, secrets, SQL or tracebacks; bounded), details cleaned, the correlation id in
+    the payload of an internal error (the log has the detail under it)."""
+
+    def __init__(
+        self, sanitizer: Sanitizer, unavailable_hint: Callable[[RegisteredTool], str | None]
+    ) -> None:
+        self.sanitize = sanitizer
+        #: what a tool's BACKEND_UNAVAILABLE errors add (the tools to use meanwhile)
+        self.unavailable_hint = unavailable_hint
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        try:
+            result = await call_next(call)
+        except GatewayError as err:
+            result = self.result(err, call.tool, call.correlation_id)
+        result.correlation_id = call.correlation_id
+        return result
+
+    def result(
         self, err: GatewayError, tool: RegisteredTool | None, cid: str | None = None
     ) -> CallResult:
         message = err.message
-        if err.code is ErrorCode.BACKEND_UNAVAILABLE and tool and self.unavailable_hint:
+        if err.code is ErrorCode.BACKEND_UNAVAILABLE and tool is not None:
             hint = self.unavailable_hint(tool)
             message = f"{message}; {hint}" if hint else message
         payload = error_payload(
@@ -128,7 +213,7 @@ class Pipeline:
             self.sanitize(message),
             retryable=err.retryable,
             details=self._clean(err.details) if err.details else None,
-            correlation_id=cid,
+            correlation_id=cid if err.code is ErrorCode.INTERNAL_ERROR else None,
         )
         return CallResult(payload, True, tool, backend_down=err.backend_down, correlation_id=cid)
 
@@ -144,216 +229,229 @@ class Pipeline:
             return value
         return self.sanitize(str(value), max_chars=300)
 
-    async def call(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        *,
-        progress: ProgressFn | None = None,
-    ) -> CallResult:
-        with self.telemetry.tool_call(name) as trace:
-            result = await self._call(name, arguments, progress, trace)
-            error = result.payload["error"] if result.is_error else None
-            trace.finish(error["code"] if error else None, correlation_id=result.correlation_id)
-        return result
 
-    async def _call(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        progress: ProgressFn | None,
-        trace: CallTrace,
-    ) -> CallResult:
-        # 1. policy
+class PolicyLayer:
+    """Unknown, withheld, denied or hidden tools go no further."""
+
+    def __init__(self, registry: Registry, policy: Policy, default_timeout: float) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.default_timeout = default_timeout
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        name = call.name
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None:
-            trace.refused("unknown_tool")
+            call.trace.refused("unknown_tool")
             withheld = self.registry.why_withheld(name) if isinstance(name, str) else None
-            return self._error(
-                GatewayError(
-                    ErrorCode.NOT_FOUND,
-                    f"tool {name!r} is not served: {withheld}"
-                    if withheld
-                    else f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
-                ),
-                None,
+            raise GatewayError(
+                ErrorCode.NOT_FOUND,
+                f"tool {name!r} is not served: {withheld}"
+                if withheld
+                else f"unknown tool {str(name)[:80]!r}; list the tools to see what exists",
             )
-        trace.describe(
+        call.tool = tool
+        call.trace.describe(
             tool.name,
             plugin=tool.plugin.name,
             tier=tool.tier.value,
-            timeout=tool.spec.timeout or self.default_timeout,
-            backend=tool.spec.backend_name,
+            timeout=tool.timeout or self.default_timeout,
+            backend=tool.backend,
         )
         hidden = self.policy.hidden_reason(tool)
         if hidden:
-            trace.refused("denied" if tool.name in self.policy.deny_tools else "read_only")
-            return self._error(
-                GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}"), tool
-            )
-        caller = current_caller()
-        scope = self.policy.missing_scope(tool, caller)
-        if scope is not None:
-            return self._error(
-                GatewayError(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"tool {name!r} needs the OAuth scope {scope}, which the access token does "
-                    "not carry; sign in again asking for it, or ask an administrator to grant it",
-                    details={"missing_scope": scope},
-                ),
-                tool,
-            )
-        # 2. validation, before any I/O, as strict as the published schema
-        try:
-            args = validate_arguments(tool.spec.input_model, arguments, tool.arg_guard)
-        except GatewayError as err:
-            return self._error(err, tool)
-        arguments = arguments or {}
+            call.trace.refused("denied" if tool.name in self.policy.deny_tools else "read_only")
+            raise GatewayError(ErrorCode.PERMISSION_DENIED, f"tool {name!r} is {hidden}")
+        return await call_next(call)
 
-        cid = uuid.uuid4().hex[:12]
-        mutation = tool.tier is Tier.MUTATION
+
+class Scopes:
+    """With OAuth: a caller whose token lacks the tool's scope is refused (installed only
+    when ``[auth]`` is configured)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        scope = self.policy.missing_scope(call.served, call.caller)
+        if scope is not None:
+            raise GatewayError(
+                ErrorCode.PERMISSION_DENIED,
+                f"tool {call.name!r} needs the OAuth scope {scope}, which the access token does "
+                "not carry; sign in again asking for it, or ask an administrator to grant it",
+                details={"missing_scope": scope},
+            )
+        return await call_next(call)
+
+
+class Validation:
+    """The arguments, checked against the tool's published ``inputSchema`` before any I/O
+    (see :meth:`RegisteredTool.validate`); a valid call gets its correlation id."""
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        call.args = call.served.validate(call.arguments)
+        call.correlation_id = _new_id()
+        return await call_next(call)
+
+
+class Audit:
+    """Every mutation call is written to the audit log before it runs (``STARTED``; refused
+    when that line cannot be written) and when it ends (its outcome, or ``CANCELLED``)."""
+
+    def __init__(self, audit: AuditLog) -> None:
+        self.audit = audit
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        tool = call.served
+        if tool.tier is not Tier.MUTATION:
+            return await call_next(call)
         started = time.perf_counter()
-        if mutation and not self.audit.write(
+        common = {
+            "tool": tool.name,
+            "plugin": tool.plugin.name,
+            "correlation_id": call.correlation_id,
+        }
+        if not self.audit.write(
             {
-                "tool": name,
-                "plugin": tool.plugin.name,
-                "correlation_id": cid,
+                **common,
                 "outcome": "STARTED",
-                "arguments": redact_arguments(arguments),
-                **caller.audit_fields(),
+                "arguments": redact_arguments(call.arguments),
+                **call.caller.audit_fields(),
             }
         ):
             # Fail closed: a change nobody could trace afterwards is not made.
-            trace.refused("audit_unavailable")
-            return self._error(
-                GatewayError(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"tool {name!r} was not run: the audit log cannot be written, so the "
-                    "gateway refuses every change until it can; nothing was done. Tell the "
-                    "operator (the gateway log has the reason)",
-                ),
-                tool,
-                cid,
+            call.trace.refused("audit_unavailable")
+            raise GatewayError(
+                ErrorCode.INTERNAL_ERROR,
+                f"tool {tool.name!r} was not run: the audit log cannot be written, so the "
+                "gateway refuses every change until it can; nothing was done. Tell the "
+                "operator (the gateway log has the reason)",
             )
 
         def outcome(code: str) -> None:
-            if mutation:
-                self.audit.write(
-                    {
-                        "tool": name,
-                        "plugin": tool.plugin.name,
-                        "correlation_id": cid,
-                        "outcome": code,
-                        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-                        **caller.audit_fields(),
-                    }
-                )
+            duration = round((time.perf_counter() - started) * 1000, 1)
+            self.audit.write(
+                {
+                    **common,
+                    "outcome": code,
+                    "duration_ms": duration,
+                    **call.caller.audit_fields(),
+                }
+            )
 
         try:
-            result = await self._run(tool, args, cid, progress, trace)
+            result = await call_next(call)
+        except GatewayError as err:
+            outcome(err.code.value)
+            raise
         except BaseException:
             # Only a cancellation of the call (the client's, shutdown's) gets here: the change
             # may be half done, and the log must say so, not leave STARTED alone.
             outcome("CANCELLED")
             raise
         outcome(result.code)
-        result.correlation_id = cid
         return result
 
-    async def run(self, tool: RegisteredTool, args: BaseModel) -> CallResult:
-        """Steps 3-6 for arguments already valid: what a call does after policy and validation,
-        without the audit (the test kit's way to run a tool with a replaced handler)."""
-        return await self._run(tool, args, uuid.uuid4().hex[:12], None)
 
-    async def _run(
-        self,
-        tool: RegisteredTool,
-        args: BaseModel,
-        cid: str,
-        progress: ProgressFn | None,
-        trace: CallTrace = NO_CALL,
-    ) -> CallResult:
-        spec = tool.spec
-        # 3. breaker (and "not configured") for the tool's backend
-        breaker = None
-        backend = spec.backend_name
-        if backend:
-            try:
-                breaker = self.health.gate(backend)
-            except GatewayError as err:
-                trace.breaker(self.health.breaker_states()[backend]["state"])
-                return self._error(err, tool)
-            trace.breaker(breaker.state.value)
+class Breaker:
+    """A tool whose backend is unconfigured, or whose breaker is open, fails fast; how the
+    call ended tells the breaker whether the backend is up."""
+
+    def __init__(self, health: HealthMonitor) -> None:
+        self.health = health
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        backend = call.served.backend
+        if not backend:
+            return await call_next(call)
+        try:
+            breaker = self.health.gate(backend)
+        except GatewayError:
+            call.trace.breaker(self.health.breaker_states()[backend]["state"])
+            raise
+        call.trace.breaker(breaker.state.value)
+        try:
+            result = await call_next(call)
+        except GatewayError as err:
+            # Only the backend's own failures count: a plugin's local trouble (no git binary, a
+            # handler timeout) or an error the backend answered says nothing about its health.
+            if err.backend_down:
+                breaker.record_failure()
+            elif _backend_answered(err.code):
+                breaker.record_success()
+            else:
+                breaker.release()
+            raise
+        except BaseException:
+            breaker.release()
+            raise
+        breaker.record_success()
+        return result
+
+
+def _backend_answered(code: str) -> bool:
+    """Error codes that only an answer of the backend produces (it is up)."""
+    return code in (
+        ErrorCode.NOT_FOUND,
+        ErrorCode.CONFLICT,
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.BACKEND_ERROR,
+    )
+
+
+class Runner:
+    """Innermost: the tool's own code. Whatever it raises becomes a deliberate error (its own
+    ``GatewayError``, a known client library's exception mapped, anything else
+    ``INTERNAL_ERROR`` with the detail in the log only); what it returns is shaped into the
+    result and cleared of configured secrets. Its progress messages are sanitized too."""
+
+    def __init__(self, sanitizer: Sanitizer, *, debug: bool = False) -> None:
+        self.sanitize = sanitizer
+        self.debug = debug
+
+    async def __call__(self, call: Call) -> CallResult:
+        tool = call.served
+        cid = call.correlation_id or _new_id()
+        progress = call.progress
 
         async def report(p: float, total: float | None, message: str | None) -> None:
             if progress is not None:
                 await progress(p, total, self.sanitize(message, max_chars=200) if message else None)
 
-        ctx: ToolContext[Any] = ToolContext(tool.plugin, spec.name, cid, report)
-        timeout = spec.timeout or self.default_timeout
-        # 4. run under the timeout; a real cancellation passes straight through
-        state = CallState()
-        token = CURRENT_CALL.set(state)
+        token = CURRENT_CALL.set(call.state)
         try:
-            try:
-                with anyio.fail_after(timeout):
-                    raw = await spec.handler(args, ctx)
-                payload, text = self._shape(tool, raw)
-            except GatewayError as err:
-                outcome = self._error(err, tool)
-            except TimeoutError:
-                outcome = self._error(
-                    GatewayError(
-                        ErrorCode.TIMEOUT,
-                        f"tool {spec.name!r} did not finish within {timeout:g} s; "
-                        "retry later or with a smaller request",
-                        backend_down=backend is not None and state.cancelled_waiting_on == backend,
-                    ),
-                    tool,
-                )
-            except ValidationError as exc:
-                outcome = self._internal(tool, cid, exc)
-            except Exception as exc:
-                mapped = classify_exception(exc)
-                if mapped is not None:
-                    log.warning(
-                        "tool=%s correlation_id=%s %s: %s",
-                        spec.name,
-                        cid,
-                        type(exc).__name__,
-                        self.sanitize(str(exc)),
-                    )
-                    outcome = self._error(mapped, tool)
-                else:
-                    outcome = self._internal(tool, cid, exc)
-            except BaseException as exc:
-                # SystemExit, KeyboardInterrupt or a CancelledError nobody asked for, raised by
-                # plugin code: it would end the process, and Claude Code never restarts a stdio
-                # server. Only a cancellation of this call (the client's, shutdown's) goes on.
-                if not plugin_fault(exc):
-                    raise
-                outcome = self._internal(tool, cid, exc)
-            else:
-                outcome = self._without_secrets(CallResult(payload, False, tool, text), cid)
-        except BaseException:
-            if breaker is not None:
-                breaker.release()
-            raise
+            raw = await tool.invoke(call.args, cid, report)
+            payload, text = _shape(tool, raw)
+        except (GatewayError, TimeoutError):
+            raise  # deliberate, or the timeout layer's to say
+        except ValidationError as exc:  # the tool's own models refused what it built
+            raise self._internal(tool, cid, exc) from None
+        except Exception as exc:
+            mapped = classify_exception(exc)
+            if mapped is None:
+                raise self._internal(tool, cid, exc) from None
+            log.warning(
+                "tool=%s correlation_id=%s %s: %s",
+                tool.name,
+                cid,
+                type(exc).__name__,
+                self.sanitize(str(exc)),
+            )
+            raise mapped from None
+        except BaseException as exc:
+            # SystemExit, KeyboardInterrupt or a CancelledError nobody asked for, raised by
+            # plugin code: it would end the process, and Claude Code never restarts a stdio
+            # server. Only a cancellation of this call (the client's, shutdown's, the
+            # timeout's) goes on.
+            if not plugin_fault(exc):
+                raise
+            raise self._internal(tool, cid, exc) from None
         finally:
             CURRENT_CALL.reset(token)
-        if breaker is not None:
-            # Only the backend's own failures count: a plugin's local trouble (no git binary, a
-            # handler timeout) or an error the backend answered says nothing about its health.
-            if outcome.backend_down:
-                breaker.record_failure()
-            elif outcome.is_error and not _backend_answered(outcome.code):
-                breaker.release()
-            else:
-                breaker.record_success()
-        return outcome
+        return self._without_secrets(CallResult(payload, False, tool, text), cid)
 
     def _without_secrets(self, result: CallResult, cid: str) -> CallResult:
-        # 6. a backend may echo a configured secret inside data (a tag name, a file). Search the
+        # A backend may echo a configured secret inside data (a tag name, a file). Search the
         # encoded text once (transports need it anyway); only a hit pays for a rewrite.
         if not self.sanitize.checks_results or not self.sanitize.result_has_secret(result.text()):
             return result
@@ -365,33 +463,8 @@ class Pipeline:
         payload = self.sanitize.redact_data(result.payload)
         return CallResult(payload, False, result.tool, _dumps(payload))
 
-    def _shape(self, tool: RegisteredTool, raw: Any) -> tuple[dict[str, Any], str]:
-        # 5. the complete JSON payload (Claude Code shows the model only structuredContent) and
-        # the same JSON as compact text, both encodable: a lone surrogate from a backend would
-        # make the transport's writer raise (stdio ended, HTTP answered 500). pydantic encodes
-        # in native code and refuses a surrogate itself; a dict's text is checked, which costs
-        # nothing for ASCII and one UTF-8 pass otherwise.
-        model = tool.spec.output_model
-        if model is not None and not isinstance(raw, model):
-            raw = model.model_validate(raw)
-        if isinstance(raw, BaseModel):
-            payload = raw.model_dump(mode="json")
-            try:
-                return payload, raw.model_dump_json()
-            except PydanticSerializationError:
-                payload = encodable_data(payload)
-                return payload, _dumps(payload)
-        if isinstance(raw, dict):
-            # Encode now: a dict that is not JSON must fail here, not in the transport.
-            text = _dumps(raw)
-            if encodable(text) is not text:
-                raw = encodable_data(raw)
-                text = _dumps(raw)
-            return raw, text
-        raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
-
-    def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> CallResult:
-        # 6. the client gets a generic message; the detail goes to stderr, redacted
+    def _internal(self, tool: RegisteredTool, cid: str, exc: BaseException) -> GatewayError:
+        # The client gets a generic message; the detail goes to stderr, redacted.
         if self.debug:
             detail = "".join(traceback.format_exception(exc))
             log.error("tool=%s correlation_id=%s unexpected error\n%s", tool.name, cid, detail)
@@ -404,12 +477,94 @@ class Pipeline:
                 self.sanitize(str(exc)),
                 _frames(exc),
             )
-        return self._error(
-            GatewayError(
-                ErrorCode.INTERNAL_ERROR,
-                f"tool {tool.name!r} failed unexpectedly; report the correlation_id: the "
-                "gateway log has the details under it",
-            ),
-            tool,
-            cid,
+        return GatewayError(
+            ErrorCode.INTERNAL_ERROR,
+            f"tool {tool.name!r} failed unexpectedly; report the correlation_id: the "
+            "gateway log has the details under it",
         )
+
+
+def _frames(exc: BaseException) -> str:
+    """Where it happened, as short relative names: enough to find it, no absolute paths."""
+    parts = []
+    for fr in traceback.extract_tb(exc.__traceback__)[-4:]:
+        short = "/".join(fr.filename.replace("\\", "/").split("/")[-2:])
+        parts.append(f"{short}:{fr.lineno} in {fr.name}")
+    return " < ".join(reversed(parts))
+
+
+def _shape(tool: RegisteredTool, raw: Any) -> tuple[dict[str, Any], str]:
+    """The complete JSON payload (Claude Code shows the model only ``structuredContent``) and
+    the same JSON as compact text, both encodable: a lone surrogate from a backend would make
+    the transport's writer raise (stdio ended, HTTP answered 500). pydantic encodes in native
+    code and refuses a surrogate itself; a dict's text is checked, which costs nothing for
+    ASCII and one UTF-8 pass otherwise."""
+    model = tool.output_model
+    if model is not None and not isinstance(raw, model):
+        raw = model.model_validate(raw)
+    if isinstance(raw, BaseModel):
+        payload = raw.model_dump(mode="json")
+        try:
+            return payload, raw.model_dump_json()
+        except PydanticSerializationError:
+            payload = encodable_data(payload)
+            return payload, _dumps(payload)
+    if isinstance(raw, dict):
+        # Encode now: a dict that is not JSON must fail here, not in the transport.
+        text = _dumps(raw)
+        if encodable(text) is not text:
+            raw = encodable_data(raw)
+            text = _dumps(raw)
+        return raw, text
+    raise TypeError(f"handler returned {type(raw).__name__}; return a dict or a pydantic model")
+
+
+class Timeout:
+    """The tool runs under its timeout (the gateway default unless it sets its own); a real
+    cancellation (the client's, shutdown's) passes straight through."""
+
+    def __init__(self, default_timeout: float) -> None:
+        self.default_timeout = default_timeout
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        tool = call.served
+        timeout = tool.timeout or self.default_timeout
+        try:
+            with anyio.fail_after(timeout):
+                return await call_next(call)
+        except TimeoutError:
+            backend = tool.backend
+            raise GatewayError(
+                ErrorCode.TIMEOUT,
+                f"tool {tool.name!r} did not finish within {timeout:g} s; "
+                "retry later or with a smaller request",
+                backend_down=backend is not None and call.state.cancelled_waiting_on == backend,
+            ) from None
+
+
+def build_pipeline(
+    registry: Registry,
+    policy: Policy,
+    health: HealthMonitor,
+    sanitizer: Sanitizer,
+    audit: AuditLog,
+    *,
+    default_timeout: float,
+    unavailable_hint: Callable[[RegisteredTool], str | None],
+    debug: bool = False,
+    telemetry: Telemetry | None = None,
+) -> Pipeline:
+    """The layers this deployment needs, in their order (see the module's docstring)."""
+    outer: list[Layer] = [Traced(telemetry)] if telemetry is not None and telemetry.enabled else []
+    refusals: list[Layer] = [PolicyLayer(registry, policy, default_timeout)]
+    if policy.scopes is not None:
+        refusals.append(Scopes(policy))
+    refusals += [Validation(), Audit(audit)]
+    running: list[Layer] = [Breaker(health), Timeout(default_timeout)]
+    return Pipeline(
+        outer,
+        refusals,
+        running,
+        Runner(sanitizer, debug=debug),
+        Errors(sanitizer, unavailable_hint),
+    )

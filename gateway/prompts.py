@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ErrorCode, GatewayError, Sanitizer
+from .errors import ErrorCode, GatewayError, Sanitizer, format_validation_error
 from .spec import TOOL_NAME, PluginContext
 
 log = logging.getLogger("gateway.prompts")
@@ -180,8 +180,6 @@ async def render_prompt(
     try:
         args = prompt.spec.arguments.model_validate(arguments)
     except ValidationError as exc:
-        from .pipeline import format_validation_error
-
         raise format_validation_error(exc) from None
     ctx = PromptContext(prompt.plugin, tools, read_only)
     try:

@@ -14,18 +14,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from .arguments import ArgGuard, arg_guard
-from .errors import encodable
-from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
+from .errors import ARGUMENTS, encodable, field_errors, invalid
+from .spec import (
+    TOOL_NAME,
+    Mutation,
+    PluginContext,
+    ProgressFn,
+    Tier,
+    ToolContext,
+    ToolSpec,
+    declared_at,
+)
+from .spec import RegistrationError as RegistrationError
 
 if TYPE_CHECKING:
     from .schemacache import PluginSchemas
-
-
-class RegistrationError(Exception):
-    """A tool spec the core refuses; the plugin that declared it is skipped."""
 
 
 #: Claude Code cuts a tool description (MUTATION paragraph included) after this many
@@ -80,12 +85,223 @@ class RegisteredTool:
     annotations: dict[str, Any]
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    #: where the published input schema refuses what the model would accept
-    arg_guard: ArgGuard = field(default_factory=ArgGuard)
+    #: the compiled validator of ``input_schema`` (built on the first call)
+    _checker: Any = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def backend(self) -> str | None:
+        """The backend whose breaker and configuration gate the tool's calls."""
+        return self.spec.backend_name
+
+    @property
+    def timeout(self) -> float | None:
+        return self.spec.timeout
+
+    @property
+    def output_model(self) -> type[BaseModel] | None:
+        return self.spec.output_model
+
+    def validate(self, arguments: Any) -> Any:
+        """``arguments`` as the tool takes them, checked against the published ``inputSchema``
+        first (see :func:`check_arguments`); ``VALIDATION_ERROR`` naming each field and rule."""
+        if self._checker is None:
+            self._checker = compile_schema(self.input_schema)
+        return check_arguments(self._checker, self.spec.input_model, arguments)
+
+    async def invoke(self, args: Any, correlation_id: str, progress: ProgressFn) -> Any:
+        """Run the tool's own code with valid ``args``."""
+        ctx: ToolContext[Any] = ToolContext(self.plugin, self.spec.name, correlation_id, progress)
+        return await self.spec.handler(args, ctx)
+
+
+# -- arguments, checked by the published schema itself -------------------------------------------
+
+#: Nesting no tool needs; deeper arguments (a 100,000-deep list) are refused before any
+#: recursive code (validation, encoding, a handler) sees them.
+MAX_DEPTH = 64
+#: JSON types pydantic's lax mode takes from other JSON types (``"5"`` or ``true`` for an
+#: integer): where the schema says one of these, its own word on a wrong type is the answer.
+_LAX = frozenset({"integer", "number", "boolean"})
+_TYPE_RULES = {
+    "integer": ("int_type", "Input should be a valid integer"),
+    "number": ("float_type", "Input should be a valid number"),
+    "boolean": ("bool_type", "Input should be a valid boolean"),
+    "string": ("string_type", "Input should be a valid string"),
+    "object": ("dict_type", "Input should be a valid object"),
+    "array": ("list_type", "Input should be a valid array"),
+}
+_LIMITS = {
+    "minimum": ("greater_than_equal", "Input should be greater than or equal to {}"),
+    "maximum": ("less_than_equal", "Input should be less than or equal to {}"),
+    "exclusiveMinimum": ("greater_than", "Input should be greater than {}"),
+    "exclusiveMaximum": ("less_than", "Input should be less than {}"),
+    "multipleOf": ("multiple_of", "Input should be a multiple of {}"),
+    "minLength": ("string_too_short", "String should have at least {} characters"),
+    "maxLength": ("string_too_long", "String should have at most {} characters"),
+    "minItems": ("too_short", "List should have at least {} items"),
+    "maxItems": ("too_long", "List should have at most {} items"),
+    "minProperties": ("too_short", "Object should have at least {} properties"),
+    "maxProperties": ("too_long", "Object should have at most {} properties"),
+    "pattern": ("string_pattern_mismatch", "String should match pattern '{}'"),
+}
+
+
+def compile_schema(schema: dict[str, Any]) -> Any:
+    """The validator of a published ``inputSchema``: by the JSON Schema draft it declares in
+    ``$schema`` (2020-12 when none). Formats are annotations, as the drafts say by default.
+    ``jsonschema`` is imported here, on the first call, not while the gateway starts."""
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    cls = validator_for(schema, default=Draft202012Validator)
+    return cls(schema)
+
+
+def check_arguments(checker: Any, model: type[BaseModel] | None, arguments: Any) -> Any:
+    """``arguments`` checked against the published schema, then built into ``model`` (when the
+    tool has one), or a ``VALIDATION_ERROR`` naming every field and rule, never a value.
+
+    The schema is the contract: pydantic's lax mode would take ``"5"`` or ``true`` for an
+    integer, and an optional argument is published without ``null`` (see
+    :func:`optional_without_null`) while its model takes ``None``. Where both refuse a field,
+    the model's words are used (they are the ones clients were written against)."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise invalid(
+            [{"field": ARGUMENTS, "rule": "dict_type", "message": "must be a JSON object"}]
+        )
+    deep = too_deep(arguments)
+    if deep is not None:
+        raise invalid(
+            [
+                {
+                    "field": deep,
+                    "rule": "too_deep",
+                    "message": f"nested deeper than {MAX_DEPTH} levels",
+                }
+            ]
+        )
+    refused = list(_schema_errors(checker, arguments))
+    if model is None:
+        if refused:
+            raise invalid(_ordered(refused, arguments))
+        return arguments
+    try:
+        args = model.model_validate(arguments)
+    except ValidationError as exc:
+        by_model = field_errors(exc)
+    else:
+        if not refused:
+            return args
+        by_model = []
+    lax = [f for f in refused if f.pop("lax", "")]
+    said = {f["field"] for f in lax}
+    fields = lax + [f for f in by_model if f["field"] not in said]
+    said |= {f["field"] for f in by_model}
+    fields += [f for f in refused if f["field"] not in said]
+    raise invalid(_ordered(fields, arguments))
+
+
+def _ordered(fields: list[dict[str, str]], arguments: dict[str, Any]) -> list[dict[str, str]]:
+    """In the order the client wrote the arguments (missing ones last), each field once."""
+    order = {key: i for i, key in enumerate(arguments)}
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for f in fields:
+        key = (f["field"], f["rule"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    unique.sort(key=lambda f: _position(f["field"], order))
+    return unique
+
+
+def _position(path: str, order: dict[str, int]) -> tuple[int, list[tuple[int, int | str]]]:
+    top, *rest = path.split(".")
+    steps: list[tuple[int, int | str]] = [(0, int(p)) if p.isdigit() else (1, p) for p in rest]
+    return order.get(top, len(order)), steps
+
+
+def _schema_errors(checker: Any, arguments: dict[str, Any]) -> Any:
+    """What the schema refuses, as ``{field, rule, message}`` (``lax`` marks a wrong type where
+    pydantic would have coerced), in the words pydantic uses for the same rules."""
+    for err in checker.iter_errors(arguments):
+        path = [str(p) for p in err.absolute_path]
+        where = ".".join(path) or ARGUMENTS
+        kind, value = err.validator, err.validator_value
+        if kind == "type":
+            expected = {value} if isinstance(value, str) else set(value)
+            if err.instance is None:
+                yield {
+                    "field": where,
+                    "rule": "null_not_allowed",
+                    "message": "null is not allowed here; leave the field out to use its default",
+                }
+                continue
+            rule, message = _TYPE_RULES.get(
+                min(expected - {"null"}, default="string"), _TYPE_RULES["string"]
+            )
+            lax = "1" if expected & _LAX and "string" not in expected else ""
+            yield {"field": where, "rule": rule, "message": message, "lax": lax}
+        elif kind == "required" and isinstance(err.instance, dict):
+            for name in value:
+                if name not in err.instance:
+                    field_name = ".".join([*path, str(name)])
+                    yield {
+                        "field": field_name,
+                        "rule": "missing",
+                        "message": "required field is missing",
+                    }
+        elif kind == "additionalProperties" and isinstance(err.instance, dict):
+            known = set(err.schema.get("properties", {}))
+            for name in err.instance:
+                if name not in known:
+                    yield {
+                        "field": ".".join([*path, str(name)]),
+                        "rule": "extra_forbidden",
+                        "message": "unknown field; it is not a parameter of this tool",
+                    }
+        elif kind in ("enum", "const"):
+            options = value if kind == "enum" else [value]
+            shown = [json.dumps(o, ensure_ascii=False)[:40] for o in options[:10]]
+            more = " or another allowed value" if len(options) > 10 else ""
+            said = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+            yield {
+                "field": where,
+                "rule": "enum" if kind == "enum" else "literal_error",
+                "message": f"Input should be {said}{more}",
+            }
+        elif kind in _LIMITS:
+            rule, template = _LIMITS[kind]
+            yield {"field": where, "rule": rule, "message": template.format(str(value)[:80])}
+        else:
+            yield {
+                "field": where,
+                "rule": str(kind),
+                "message": f"does not satisfy the schema's {kind} rule",
+            }
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The top-level argument nested deeper than ``limit`` levels, if any (iterative: a
+    100,000-deep value cannot exhaust the stack here)."""
+    if not isinstance(value, dict):
+        return None
+    for key, top in value.items():
+        stack: list[tuple[Any, int]] = [(top, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > limit:
+                return str(key)
+            if isinstance(node, dict):
+                stack.extend((v, depth + 1) for v in node.values())
+            elif isinstance(node, list):
+                stack.extend((v, depth + 1) for v in node)
+    return None
 
 
 _NAME_MAPS = ("properties", "$defs", "definitions", "patternProperties")
@@ -220,7 +436,7 @@ def validate_spec(spec: object) -> Tier:
         raise RegistrationError(f"register() takes a ToolSpec, got {type(spec).__name__}")
     if not isinstance(spec.name, str) or not TOOL_NAME.fullmatch(spec.name):
         raise RegistrationError(f"tool name {spec.name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
-    where = f"tool {spec.name!r}"
+    where = declared_at("tool", spec.name, spec.function)
     if spec.tier is None:
         raise RegistrationError(f"{where}: no tier; set tier='read' or tier='mutation'")
     try:
@@ -230,6 +446,11 @@ def validate_spec(spec: object) -> Tier:
             f"{where}: unknown tier {spec.tier!r}; use 'read' or 'mutation'"
         ) from None
     if not isinstance(spec.description, str) or not spec.description.strip():
+        if spec.function is not None:
+            raise RegistrationError(
+                f"{where}: no description; give the function a docstring (its first "
+                "paragraph is the description) or pass description="
+            )
         raise RegistrationError(f"{where}: description is empty")
     if not (isinstance(spec.input_model, type) and issubclass(spec.input_model, BaseModel)):
         raise RegistrationError(f"{where}: input_model must be a pydantic BaseModel subclass")
@@ -242,6 +463,8 @@ def validate_spec(spec: object) -> Tier:
         isinstance(spec.output_model, type) and issubclass(spec.output_model, BaseModel)
     ):
         raise RegistrationError(f"{where}: output_model must be a pydantic BaseModel subclass")
+    if spec.function is not None and not inspect.iscoroutinefunction(spec.function):
+        raise RegistrationError(f"{where}: must be an async function (async def)")
     if not inspect.iscoroutinefunction(spec.handler):
         raise RegistrationError(f"{where}: handler must be an async function")
     if spec.timeout is not None and not (spec.timeout > 0):
@@ -293,6 +516,7 @@ def build_tool(
     """Validate a spec and derive its published form (its schemas from ``schemas`` when they
     were built before from the same files and settings)."""
     tier = validate_spec(spec)
+    where = declared_at("tool", spec.name, spec.function)
     cached = schemas.get(spec) if schemas is not None else None
     if cached is not None:
         model_schema, output_schema = cached
@@ -301,21 +525,19 @@ def build_tool(
             model_schema = _schema_of(spec.input_model)
             output_schema = _schema_of(spec.output_model) if spec.output_model else None
         except Exception as exc:  # pydantic raises several kinds for unschematizable models
-            raise RegistrationError(
-                f"tool {spec.name!r}: schema cannot be generated ({exc})"
-            ) from None
+            raise RegistrationError(f"{where}: schema cannot be generated ({exc})") from None
         if schemas is not None:
             schemas.put(spec, model_schema, output_schema)
     input_schema = optional_without_null(model_schema)
     if input_schema.get("type") != "object":
-        raise RegistrationError(f"tool {spec.name!r}: input schema root must be an object")
+        raise RegistrationError(f"{where}: input schema root must be an object")
     description = spec.description.strip()
     if tier is Tier.MUTATION:
         assert spec.mutation is not None
         description = f"{description}\n\n{mutation_paragraph(spec.mutation)}"
     if len(description) > MAX_DESCRIPTION_CHARS:
         raise RegistrationError(
-            f"tool {spec.name!r}: description is {len(description)} characters"
+            f"{where}: description is {len(description)} characters"
             + (" with its MUTATION paragraph" if tier is Tier.MUTATION else "")
             + f"; Claude Code cuts it after {MAX_DESCRIPTION_CHARS}: say it in fewer words "
             "(parameter details belong in the input model's field descriptions)"
@@ -324,7 +546,7 @@ def build_tool(
     published = json.dumps([title, description, input_schema, output_schema], ensure_ascii=False)
     if encodable(published) is not published:
         raise RegistrationError(
-            f"tool {spec.name!r}: its title, description or schema holds a lone surrogate "
+            f"{where}: its title, description or schema holds a lone surrogate "
             "(not valid Unicode), which no client could receive"
         )
     annotations: dict[str, Any] = {
@@ -348,7 +570,6 @@ def build_tool(
         description=description,
         annotations=annotations,
         meta=meta,
-        arg_guard=arg_guard(model_schema, input_schema),
     )
 
 

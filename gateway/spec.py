@@ -2,25 +2,31 @@
 
 A tool is data. The core derives the JSON schemas, the MCP annotations and the ``MUTATION:``
 paragraph from a :class:`ToolSpec`; nothing has to be kept in sync by hand. A spec is generic in
-its input model, so a type checker holds the handler's argument to it. Nothing here knows
-about HTTP: the REST kit (:mod:`gateway.rest`) builds specs and reaches its clients on top.
+its input model, so a type checker holds the handler's argument to it. :func:`tool` writes the
+spec of a typed async function: its parameters are the input model, its return annotation the
+output model, its docstring the description. Nothing here knows about HTTP: the REST kit
+(:mod:`gateway.rest`) builds specs and reaches its clients on top.
 """
 
 from __future__ import annotations
 
 import enum
 import errno
+import inspect
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable
+import sys
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, create_model
 from typing_extensions import TypeVar as DefaultedTypeVar
 
 from .errors import ErrorCode, GatewayError, Sanitizer
@@ -33,6 +39,17 @@ T = TypeVar("T")
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
 #: A tool's input model; a bare ``ToolSpec`` (in a list of any tools) is ``ToolSpec[Any]``.
 ArgsT = DefaultedTypeVar("ArgsT", bound=BaseModel, default=Any)
+
+
+class RegistrationError(Exception):
+    """A tool spec the core refuses; the plugin that declared it is skipped."""
+
+
+# No docstring: pydantic would publish it as the description of an input schema.
+class Args(BaseModel):
+    # Unknown arguments are refused. The validator is built on first use (as for models of a
+    # plugin whose schemas come from the schema cache): a start that only lists tools needs none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Tier(enum.StrEnum):
@@ -269,6 +286,8 @@ class ToolSpec(Generic[ArgsT]):
     check). Its circuit breaker and configuration state gate the call.
     ``open_world`` says the tool reaches outside the gateway's own data (a remote service).
     ``max_result_chars`` raises Claude Code's 50k-character inline result limit for this tool.
+    ``function``: the typed function :func:`tool` declared the tool with (registration errors
+    name it); ``None`` for a spec written out.
     """
 
     name: str
@@ -283,8 +302,329 @@ class ToolSpec(Generic[ArgsT]):
     backend: str | Backend | None = None
     open_world: bool = False
     max_result_chars: int | None = None
+    function: Callable[..., Any] | None = field(default=None, kw_only=True, compare=False)
 
     @property
     def backend_name(self) -> str | None:
         b = self.backend
         return b if b is None or isinstance(b, str) else b.name
+
+
+# -- a typed async function as a tool ----------------------------------------------------------
+
+#: What :func:`tool` takes: ``async def name(arg: T, ..., *, ctx: ToolContext[S]) -> Model``.
+AsyncFunction = Callable[..., Awaitable[Any]]
+_EMPTY = inspect.Parameter.empty
+
+
+def declared_at(kind: str, name: object, function: Callable[..., Any] | None) -> str:
+    """How a registration error names a tool or prompt: ``tool 'x'``, followed by the function
+    that declared it, when one did (``tool 'x' (function gateway_notes.plugin.x)``)."""
+    where = f"{kind} {name!r}"
+    if function is None:
+        return where
+    module = getattr(function, "__module__", None) or "?"
+    qualname = getattr(function, "__qualname__", None) or getattr(function, "__name__", "?")
+    return f"{where} (function {module}.{qualname})"
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a typed function declares. ``input_model`` holds its parameters but the context
+    (``extra="forbid"``); ``call(args, ctx)`` calls the function with the fields of a valid
+    ``args`` by name (nested models stay models) and the context, if it takes one."""
+
+    name: str
+    description: str
+    input_model: type[Args]
+    output_model: type[BaseModel] | None
+    call: Callable[[BaseModel, Any], Any]
+
+
+def declare(
+    fn: Callable[..., Any],
+    *,
+    kind: str = "tool",
+    name: str | None = None,
+    description: str | None = None,
+    context: tuple[type, ...] = (ToolContext,),
+    returns_model: bool = True,
+) -> Declaration:
+    """Read a tool's (or prompt's) declaration off ``fn``: its name (``name`` overrides), the
+    first paragraph of its docstring (``description`` overrides), a model of its parameters, and
+    its return annotation when that is a pydantic model (``returns_model=False``: not read). The
+    parameter annotated with one of ``context`` (or named ``ctx``) receives the context instead.
+    Raises :class:`RegistrationError` naming the function for what cannot be an argument."""
+    if not callable(fn):
+        raise RegistrationError(
+            f"@{kind} decorates a function, not {type(fn).__name__}; its options are keywords "
+            f"(@{kind}(tier=...))"
+            if kind == "tool"
+            else f"@{kind} decorates a function"
+        )
+    name = name if name is not None else getattr(fn, "__name__", "")
+    where = declared_at(kind, name, fn)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise RegistrationError(f"{where}: its signature cannot be read ({exc})") from None
+    namespace = _declaring_locals()
+    arguments = _Arguments(fn, where, kind, context, namespace)
+    for param in signature.parameters.values():
+        arguments.add(param)
+    return Declaration(
+        name=name,
+        description=_first_paragraph(fn) if description is None else description,
+        input_model=arguments.model(name),
+        output_model=_output_model(fn, signature, namespace, where) if returns_model else None,
+        call=_caller(fn, arguments.order, arguments.positional, arguments.ctx_name),
+    )
+
+
+class _Arguments:
+    """The parameters of a function, read one by one into the fields of its input model."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        where: str,
+        kind: str,
+        context: tuple[type, ...],
+        namespace: dict[str, Any] | None,
+    ) -> None:
+        self.fn, self.where, self.kind, self.context = fn, where, kind, context
+        self.namespace = namespace
+        self.fields: dict[str, Any] = {}
+        self.order: list[str] = []
+        self.positional = 0
+        self.ctx_name: str | None = None
+
+    def add(self, param: inspect.Parameter) -> None:
+        where = self.where
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            star = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            raise RegistrationError(
+                f"{where}: {star}{param.name} cannot become arguments of a {self.kind}; "
+                "declare each argument as a parameter of its own"
+            )
+        hint = self._hint(param)
+        if _is_context(hint, self.context) or (param.name == "ctx" and hint is _EMPTY):
+            if self.ctx_name is not None:
+                raise RegistrationError(
+                    f"{where}: {self.ctx_name!r} and {param.name!r} both ask for the context"
+                )
+            self.ctx_name = param.name
+        elif param.name == "ctx":
+            raise RegistrationError(
+                f"{where}: the parameter ctx receives the context: annotate it "
+                f"{self.context[0].__name__} or give the argument another name"
+            )
+        elif hint is _EMPTY:
+            raise RegistrationError(
+                f"{where}: parameter {param.name!r} has no type annotation; the input schema "
+                "is made from the annotations"
+            )
+        elif param.name.startswith("_"):
+            raise RegistrationError(
+                f"{where}: parameter {param.name!r} cannot be an argument: a name that starts "
+                "with _ is private to a pydantic model"
+            )
+        else:
+            self.fields[param.name] = (hint, ... if param.default is _EMPTY else param.default)
+        self.order.append(param.name)
+        self.positional += param.kind is param.POSITIONAL_ONLY
+
+    def _hint(self, param: inspect.Parameter) -> Any:
+        """The parameter's annotation as a type; ``_EMPTY`` when it has none, or when ``ctx``'s
+        names what cannot be resolved (imported for type checkers only: it is the context)."""
+        if param.annotation is _EMPTY:
+            return _EMPTY
+        try:
+            return _resolved(self.fn, param.annotation, self.namespace)
+        except Exception as exc:  # NameError, SyntaxError, TypeError from typing
+            if param.name == "ctx":
+                return _EMPTY
+            raise RegistrationError(
+                f"{self.where}: the annotation of {param.name!r} ({param.annotation}) cannot be "
+                f"resolved ({type(exc).__name__}: {exc}); define or import what it names "
+                "before the function"
+            ) from None
+
+    def model(self, name: str) -> type[Args]:
+        try:
+            model: type[Args] = create_model(
+                _model_name(name), __base__=Args, __module__=self.fn.__module__, **self.fields
+            )
+        except Exception as exc:  # pydantic refuses a field name or a definition
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise RegistrationError(
+                f"{self.where}: its parameters do not make an input model "
+                f"({type(exc).__name__}: {first})"
+            ) from None
+        lost = [name for name in self.fields if name not in model.model_fields]
+        if lost:  # a name pydantic keeps for itself would silently not be an argument
+            raise RegistrationError(
+                f"{self.where}: {', '.join(map(repr, lost))} cannot be an argument"
+            )
+        return model
+
+
+def _declaring_locals() -> dict[str, Any] | None:
+    """The local names where the decorator is applied, so that a tool declared inside a
+    function can name classes declared there too; ``None`` at module level."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "gateway" and not module.startswith("gateway."):
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None or frame.f_locals is frame.f_globals:
+        return None
+    return dict(frame.f_locals)
+
+
+def _resolved(fn: Callable[..., Any], annotation: Any, namespace: dict[str, Any] | None) -> Any:
+    """An annotation as a type: strings (``from __future__ import annotations``) evaluated in
+    the function's module, ``Annotated`` metadata (constraints, descriptions) kept."""
+    holder = types.SimpleNamespace(__annotations__={"value": annotation})
+    hints = typing.get_type_hints(
+        holder, globalns=getattr(fn, "__globals__", {}), localns=namespace, include_extras=True
+    )
+    return hints["value"]
+
+
+def _is_context(hint: Any, context: tuple[type, ...]) -> bool:
+    base = typing.get_origin(hint) or hint
+    return isinstance(base, type) and issubclass(base, context)
+
+
+def _model_name(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_-]", name)) + "Args"
+
+
+def _first_paragraph(fn: Callable[..., Any]) -> str:
+    """The docstring's first paragraph, its lines joined: what the model reads of the tool."""
+    doc = inspect.getdoc(fn) or ""
+    first = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0]
+    return " ".join(line.strip() for line in first.splitlines()).strip()
+
+
+def _output_model(
+    fn: Callable[..., Any],
+    signature: inspect.Signature,
+    namespace: dict[str, Any] | None,
+    where: str,
+) -> type[BaseModel] | None:
+    """The return annotation as the output model: a pydantic model is published as the
+    ``outputSchema``; a dict (or no annotation) publishes none."""
+    if signature.return_annotation is _EMPTY:
+        return None
+    try:
+        hint = _resolved(fn, signature.return_annotation, namespace)
+    except Exception as exc:
+        raise RegistrationError(
+            f"{where}: its return annotation ({signature.return_annotation}) cannot be resolved "
+            f"({type(exc).__name__}: {exc}); define or import what it names before the function"
+        ) from None
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return hint
+    if hint is Any or hint is dict or typing.get_origin(hint) in (dict, Mapping):
+        return None
+    raise RegistrationError(
+        f"{where}: returns {signature.return_annotation}; return a pydantic model (it is "
+        "published as the outputSchema) or a dict"
+    )
+
+
+def _caller(
+    fn: Callable[..., Any], order: list[str], positional: int, ctx_name: str | None
+) -> Callable[[BaseModel, Any], Any]:
+    names = tuple(order)
+    keywords = names[positional:]
+
+    def call(args: BaseModel, ctx: Any) -> Any:
+        values = [ctx if n == ctx_name else getattr(args, n) for n in names]
+        return fn(*values[:positional], **dict(zip(keywords, values[positional:], strict=True)))
+
+    return call
+
+
+def _handler(call: Callable[[BaseModel, Any], Any]) -> ToolHandler[Any]:
+    async def handler(args: Any, ctx: ToolContext[Any]) -> object:
+        return await call(args, ctx)
+
+    return handler
+
+
+@overload
+def tool(fn: AsyncFunction, /) -> ToolSpec[Any]: ...
+
+
+@overload
+def tool(
+    *,
+    tier: Tier | str | None = None,
+    mutation: Mutation | None = None,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    backend: str | Backend | None = None,
+    open_world: bool = False,
+    max_result_chars: int | None = None,
+) -> Callable[[AsyncFunction], ToolSpec[Any]]: ...
+
+
+def tool(
+    fn: AsyncFunction | None = None,
+    /,
+    *,
+    tier: Tier | str | None = None,
+    mutation: Mutation | None = None,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    backend: str | Backend | None = None,
+    open_world: bool = False,
+    max_result_chars: int | None = None,
+) -> ToolSpec[Any] | Callable[[AsyncFunction], ToolSpec[Any]]:
+    """Declare a tool with a typed async function; the decorated name is its :class:`ToolSpec`::
+
+        @tool(tier=Tier.READ)
+        async def read_file(
+            path: Annotated[str, Field(max_length=500, description="Relative path.")],
+            max_chars: Annotated[int, Field(ge=1, le=100_000)] = 2000,
+            *,
+            ctx: ToolContext[Settings],
+        ) -> FileText:
+            \"\"\"A text file inside the data roots, cut to max_chars.\"\"\"
+
+    The parameters but the context (annotated ``ToolContext``, or named ``ctx``) are the input
+    model (``extra="forbid"``): ``Annotated[..., Field(...)]`` or a ``Field(...)`` default
+    carries constraints and descriptions, a default makes an argument optional. The return
+    annotation, when a pydantic model, is the output model; the docstring's first paragraph the
+    description; the function's name the tool's. The handler calls the function with the valid
+    arguments by name. The rest is :class:`ToolSpec`'s, and fails closed the same way: no tier,
+    or a mutation without its :class:`Mutation`, is refused when the tool is registered.
+    """
+
+    def decorate(fn: AsyncFunction) -> ToolSpec[Any]:
+        declared = declare(fn, name=name, description=description)
+        return ToolSpec(
+            name=declared.name,
+            description=declared.description,
+            input_model=declared.input_model,
+            handler=_handler(declared.call),
+            tier=tier,
+            title=title,
+            output_model=declared.output_model,
+            mutation=mutation,
+            timeout=timeout,
+            backend=backend,
+            open_world=open_world,
+            max_result_chars=max_result_chars,
+            function=fn,
+        )
+
+    return decorate if fn is None else decorate(fn)

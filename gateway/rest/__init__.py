@@ -1,23 +1,25 @@
 """The REST-backend kit: one dialect for tools over HTTP APIs, one client, one error map, one
 set of settings for every API.
 
-Declare the backend once, then each tool::
+Declare the backend once, then each tool as a typed function bound to it::
 
     COCKPIT = RestBackend.define(
         "cockpit", env_prefix="COCKPIT_API", settings_table="orchestrator",
         title="the orchestrator API", health_path="/api/health",
     )
+    api = RestTools(COCKPIT)
+    JOB = Route("GET", "/api/jobs/{job_id}", what="job {job_id}")
 
-    GET_JOB = RestTool(
-        name="get_job", description="…", input_model=JobArgs, output_model=Job,
-        tier=Tier.READ, backend=COCKPIT,
-        route=Route("GET", "/api/jobs/{job_id}", what="job {job_id}"),
-    )
 
-A tool that needs more than one call is the same declaration with ``run=`` and an async
-function of the arguments and a :class:`RestContext` (``await ctx.fetch(ROUTE, Model, args)``).
-Nothing here imports httpx: the client module is imported on a backend's first call. See
-``docs/plugins/rest.md``.
+    @api.read
+    async def get_job(job_id: JobId, *, ctx: RestContext[Any]) -> Job:
+        \"\"\"One job: statuses, config, assigned agent, context.\"\"\"
+        return await ctx.fetch(JOB, Job)
+
+``api.mutation(Mutation(...))`` declares a mutation; ``Plugin(tools=api)`` registers them. A
+tool of a model of its own is ``api.read(name=..., description=..., input_model=...,
+route=...)`` (or ``run=``), or ``RestTool(...)`` written out. Nothing here imports httpx: the
+client module is imported on a backend's first call. See ``docs/plugins/rest.md``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from .shapes import (
     uuid_check,
 )
 from .status import Failure, StatusRule, backend_reason, status_error
-from .tools import RestContext, RestRun, RestTool
+from .tools import RestContext, RestRun, RestTool, RestTools
 from .validation import validate_answer
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "RestRun",
     "RestSettings",
     "RestTool",
+    "RestTools",
     "Route",
     "StatusRule",
     "UtcTimestamp",

@@ -1,39 +1,50 @@
 """The REST dialect: a :class:`RestTool` is a :class:`~gateway.ToolSpec` bound to a backend.
 
-A tool that is one HTTP call declares its ``route``; the answer (through ``shape(data, args)``
-if given) is validated into the output model::
+The tools of one backend are declared through a :class:`RestTools` (the backend named once per
+module) as typed async functions, like :func:`gateway.tool` declares any tool; ``ctx`` is a
+:class:`RestContext`, which sends routes and validates answers into typed models
+(``await ctx.fetch(ROUTE, Model)`` sends the call's arguments)::
 
-    GET_JOB = RestTool(
-        name="get_job",
-        description="One job: statuses, config, assigned agent, context.",
-        input_model=JobArgs,
-        output_model=Job,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        route=Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: NO_JOB}),
-    )
+    api = RestTools(COCKPIT)
+    JOB = Route("GET", "/api/jobs/{job_id}", what="job {job_id}", status={404: NO_JOB})
 
-A tool that needs more is the same declaration with ``run=`` instead of ``route=``: an async
-function of the validated arguments and a :class:`RestContext`, which sends routes and
-validates answers into typed models (``await ctx.fetch(ROUTE, Model, args)``). Either way the
-backend's breaker and configuration gate the tool, it is marked open-world, and an answer of
-an unexpected shape is a ``BACKEND_ERROR`` naming the field, never an ``INTERNAL_ERROR``.
-Everything :class:`~gateway.ToolSpec` takes (``tier``, which has no default, ``mutation``,
-``title``, ``timeout``, ``max_result_chars``) is taken the same way.
+
+    @api.read
+    async def get_job(job_id: JobId, *, ctx: RestContext[Any]) -> Job:
+        \"\"\"One job: statuses, config, assigned agent, context.\"\"\"
+        return await ctx.fetch(JOB, Job)
+
+``@api.mutation(Mutation(...))`` declares a mutation the same way. With ``input_model=`` (and
+``name=``, ``description=``), ``read`` and ``mutation`` declare a tool of a model of its own
+that is one ``route=`` (its answer passed through ``shape(data, args)`` if given) or a ``run=``
+function, as ``RestTool(...)`` itself does. Either way the backend's breaker and configuration
+gate the tool, it is marked open-world, and an answer of an unexpected shape is a
+``BACKEND_ERROR`` naming the field, never an ``INTERNAL_ERROR``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio.to_thread
 from pydantic import BaseModel
 
 from ..configfile import closest
 from ..errors import ErrorCode, GatewayError
-from ..spec import ArgsT, SettingsT, ToolContext, ToolHandler, ToolSpec
+from ..spec import (
+    ArgsT,
+    AsyncFunction,
+    Mutation,
+    RegistrationError,
+    SettingsT,
+    Tier,
+    ToolContext,
+    ToolHandler,
+    ToolSpec,
+    declare,
+)
 from .backend import RestBackend
 from .hub import BackendHub
 from .route import Route
@@ -50,18 +61,26 @@ T = TypeVar("T")
 @dataclass(kw_only=True)
 class RestContext(ToolContext[SettingsT]):
     """What a REST tool's ``run`` function gets: the :class:`~gateway.ToolContext` of the call
-    (settings, progress, logger, ``sanitize``, ``run_sync``) and its backend's client."""
+    (settings, progress, logger, ``sanitize``, ``run_sync``), its backend's client, and the
+    call's valid ``arguments``, which :meth:`send` and :meth:`fetch` send when given no values."""
 
     backend: RestBackend
+    arguments: BaseModel | None = None
 
     @classmethod
-    def of(cls, ctx: ToolContext[SettingsT], backend: RestBackend) -> RestContext[SettingsT]:
+    def of(
+        cls,
+        ctx: ToolContext[SettingsT],
+        backend: RestBackend,
+        arguments: BaseModel | None = None,
+    ) -> RestContext[SettingsT]:
         return cls(
             plugin=ctx.plugin,
             tool=ctx.tool,
             correlation_id=ctx.correlation_id,
             _progress=ctx._progress,
             backend=backend,
+            arguments=arguments,
         )
 
     @property
@@ -73,18 +92,32 @@ class RestContext(ToolContext[SettingsT]):
             raise GatewayError(ErrorCode.INTERNAL_ERROR, "REST backends are not available here")
         return hub.client(self.backend)
 
-    async def send(self, route: Route, values: BaseModel | Mapping[str, Any]) -> Any:
-        """Send ``route`` with ``values`` (the arguments, or a mapping) and return the JSON."""
-        return await route.send(self.client, values)
+    async def send(self, route: Route, values: BaseModel | Mapping[str, Any] | None = None) -> Any:
+        """Send ``route`` with ``values`` (a model or a mapping; the call's arguments when
+        omitted) and return the JSON."""
+        return await route.send(self.client, self._values(values))
 
-    async def fetch(self, route: Route, model: type[M], values: BaseModel | Mapping[str, Any]) -> M:
-        """Send ``route`` with ``values`` and return the answer as ``model``."""
+    async def fetch(
+        self, route: Route, model: type[M], values: BaseModel | Mapping[str, Any] | None = None
+    ) -> M:
+        """Send ``route`` with ``values`` (the call's arguments when omitted) and return the
+        answer as ``model``."""
+        values = self._values(values)
         answer = await route.request(self.client, values)
         what = route.describe(dict(values))
         return await _off_loop_if_large(
             answer,
             lambda: validate_answer(model, answer.data, self.backend.title, what, size=answer.size),
         )
+
+    def _values(
+        self, values: BaseModel | Mapping[str, Any] | None
+    ) -> BaseModel | Mapping[str, Any]:
+        if values is not None:
+            return values
+        if self.arguments is None:
+            raise TypeError("no values to send: this context has no call's arguments")
+        return self.arguments
 
     def validate(self, model: type[M], data: Any, what: str) -> M:
         """``data`` (an answer, perhaps reshaped) as ``model``: a ``BACKEND_ERROR`` naming the
@@ -144,7 +177,7 @@ def _check_templates(name: str, route: Route, model: type[BaseModel]) -> None:
 
 def _running(tool: RestTool[ArgsT], run: RestRun[ArgsT]) -> ToolHandler[ArgsT]:
     async def handler(args: ArgsT, ctx: ToolContext[Any]) -> object:
-        return await run(args, RestContext.of(ctx, tool.backend))
+        return await run(args, RestContext.of(ctx, tool.backend, args))
 
     return handler
 
@@ -173,3 +206,231 @@ async def _off_loop_if_large(answer: Answer, work: Callable[[], T]) -> T:
     if not answer.large:
         return work()
     return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+
+
+#: What ``shape=`` takes: ``shape(data, args)``, the API's JSON reshaped before validation.
+Shape = Callable[[Any, ArgsT], Any]
+
+
+class RestTools:
+    """The tools of one backend: :meth:`read` and :meth:`mutation` declare them, bound to it.
+    Iterating gives them in the order declared, so a plugin takes them with
+    ``Plugin(tools=api)`` (or ``tools=(*jobs.api, *workspace.api)`` for several modules)."""
+
+    def __init__(self, backend: RestBackend) -> None:
+        self.backend = backend
+        self._tools: list[RestTool[Any]] = []
+
+    def __iter__(self) -> Iterator[RestTool[Any]]:
+        return iter(tuple(self._tools))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @overload
+    def read(self, fn: AsyncFunction, /) -> RestTool[Any]: ...
+
+    @overload
+    def read(
+        self,
+        /,
+        *,
+        name: str,
+        description: str,
+        input_model: type[ArgsT],
+        output_model: type[BaseModel] | None = None,
+        route: Route | None = None,
+        run: RestRun[ArgsT] | None = None,
+        shape: Shape[ArgsT] | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        max_result_chars: int | None = None,
+    ) -> RestTool[ArgsT]: ...
+
+    @overload
+    def read(
+        self,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        max_result_chars: int | None = None,
+    ) -> Callable[[AsyncFunction], RestTool[Any]]: ...
+
+    def read(
+        self,
+        fn: AsyncFunction | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_model: type[Any] | None = None,
+        output_model: type[BaseModel] | None = None,
+        route: Route | None = None,
+        run: RestRun[Any] | None = None,
+        shape: Shape[Any] | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        max_result_chars: int | None = None,
+    ) -> RestTool[Any] | Callable[[AsyncFunction], RestTool[Any]]:
+        """A read tool of this backend. Decorating a typed async function (as
+        :func:`gateway.tool`; its ``ctx`` is a :class:`RestContext`), or, with ``input_model=``,
+        ``name=`` and ``description=``, a tool of a model of its own that is one ``route=`` or
+        a ``run=`` function. The other keywords are :class:`RestTool`'s."""
+        return self._declare(
+            Tier.READ,
+            None,
+            fn,
+            name=name,
+            description=description,
+            input_model=input_model,
+            output_model=output_model,
+            route=route,
+            run=run,
+            shape=shape,
+            title=title,
+            timeout=timeout,
+            max_result_chars=max_result_chars,
+        )
+
+    @overload
+    def mutation(
+        self,
+        mutation: Mutation,
+        /,
+        *,
+        name: str,
+        description: str,
+        input_model: type[ArgsT],
+        output_model: type[BaseModel] | None = None,
+        route: Route | None = None,
+        run: RestRun[ArgsT] | None = None,
+        shape: Shape[ArgsT] | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        max_result_chars: int | None = None,
+    ) -> RestTool[ArgsT]: ...
+
+    @overload
+    def mutation(
+        self,
+        mutation: Mutation,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        max_result_chars: int | None = None,
+    ) -> Callable[[AsyncFunction], RestTool[Any]]: ...
+
+    def mutation(
+        self,
+        mutation: Mutation | None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_model: type[Any] | None = None,
+        output_model: type[BaseModel] | None = None,
+        route: Route | None = None,
+        run: RestRun[Any] | None = None,
+        shape: Shape[Any] | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        max_result_chars: int | None = None,
+    ) -> RestTool[Any] | Callable[[AsyncFunction], RestTool[Any]]:
+        """A mutation of this backend, declared as :meth:`read` declares a read tool, with what
+        it changes first: ``@api.mutation(Mutation(...))``. Without its
+        :class:`~gateway.Mutation` the tool is refused when it is registered."""
+        fn: AsyncFunction | None = None
+        if callable(mutation) and not isinstance(mutation, Mutation):
+            fn, mutation = mutation, None  # a bare @api.mutation: refused at registration
+        return self._declare(
+            Tier.MUTATION,
+            mutation,
+            fn,
+            name=name,
+            description=description,
+            input_model=input_model,
+            output_model=output_model,
+            route=route,
+            run=run,
+            shape=shape,
+            title=title,
+            timeout=timeout,
+            max_result_chars=max_result_chars,
+        )
+
+    def _declare(
+        self,
+        tier: Tier,
+        mutation: Mutation | None,
+        fn: AsyncFunction | None,
+        *,
+        name: str | None,
+        description: str | None,
+        input_model: type[Any] | None,
+        output_model: type[BaseModel] | None,
+        route: Route | None,
+        run: RestRun[Any] | None,
+        shape: Shape[Any] | None,
+        title: str | None,
+        timeout: float | None,
+        max_result_chars: int | None,
+    ) -> RestTool[Any] | Callable[[AsyncFunction], RestTool[Any]]:
+        common: dict[str, Any] = {
+            "tier": tier,
+            "mutation": mutation,
+            "title": title,
+            "timeout": timeout,
+            "max_result_chars": max_result_chars,
+        }
+        if input_model is not None:
+            if name is None or description is None:
+                raise RegistrationError(
+                    f"a tool of input_model={input_model.__name__} needs name= and description="
+                )
+            return self._add(
+                name=name,
+                description=description,
+                input_model=input_model,
+                output_model=output_model,
+                route=route,
+                run=run,
+                shape=shape,
+                **common,
+            )
+        if route is not None or run is not None or shape is not None:
+            raise RegistrationError(
+                "route=, run= and shape= declare a tool of an input_model=; a decorated "
+                "function is the tool (it sends a route with await ctx.fetch(route, Model))"
+            )
+
+        def decorate(fn: AsyncFunction) -> RestTool[Any]:
+            declared = declare(fn, name=name, description=description)
+            return self._add(
+                name=declared.name,
+                description=declared.description,
+                input_model=declared.input_model,
+                output_model=declared.output_model,
+                run=_run_of(declared.call),
+                function=fn,
+                **common,
+            )
+
+        return decorate if fn is None else decorate(fn)
+
+    def _add(self, **fields: Any) -> RestTool[Any]:
+        tool: RestTool[Any] = RestTool(backend=self.backend, **fields)
+        self._tools.append(tool)
+        return tool
+
+
+def _run_of(call: Callable[[BaseModel, Any], Any]) -> RestRun[Any]:
+    async def run(args: Any, ctx: RestContext[Any]) -> object:
+        return await call(args, ctx)
+
+    return run

@@ -122,7 +122,7 @@ def gateway_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable
 
 
 def _check_schema(schema: dict[str, Any], where: str) -> None:
-    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+    from jsonschema.validators import validator_for
 
     assert json.loads(json.dumps(schema)) == schema, f"{where}: schema is not plain JSON"
     validator_for(schema).check_schema(schema)

@@ -8,20 +8,23 @@ The API (``BOOKMARKS_API_URL``) is four routes::
     DELETE /bookmarks/{id}                  {"deleted": id}, or 404
     GET    /health                          200 when up
 
-Three tools are one call each: a route, an input model, an output model. ``bookmarks_list``
-is the same declaration with a function, because it adds the paging fields to the answer.
-The core gives all four the settings (``BOOKMARKS_API_URL``, ``BOOKMARKS_API_TOKEN``, …), one
-keep-alive client, the error map, a health check and a circuit breaker.
+Each tool is a typed function bound to the API by ``api``: its parameters are the arguments
+(the published ``inputSchema``, unknown ones refused), its return type the answer's model, its
+docstring what the model reads. Each sends one route (``ctx.fetch(ROUTE, Model)`` sends the
+call's arguments and returns the answer as the model); ``bookmarks_list`` adds the paging
+fields. The core gives all four the settings (``BOOKMARKS_API_URL``, ``BOOKMARKS_API_TOKEN``,
+…), one keep-alive client, the error map, a health check and a circuit breaker; no function
+deals with an HTTP error.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from gateway import Mutation, PluginParts, Tier
-from gateway.rest import OffsetPage, RestBackend, RestContext, RestTool, Route, offset_page
+from gateway import Mutation, Plugin
+from gateway.rest import OffsetPage, RestBackend, RestContext, RestTools, Route, offset_page
 
 BOOKMARKS = RestBackend.define(
     "bookmarks",
@@ -30,13 +33,12 @@ BOOKMARKS = RestBackend.define(
     title="the bookmarks API",
     health_path="/health",
 )
+api = RestTools(BOOKMARKS)
+plugin = Plugin(tools=api)  # what the entry point names
 
 BookmarkId = Annotated[int, Field(strict=True, ge=1, le=2**31 - 1, description="Bookmark id.")]
 Tag = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[a-z0-9-]+$")]
-
-
-class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # unknown arguments are refused
+NO_BOOKMARK = "no bookmark {bookmark_id}; bookmarks_list shows the ids"
 
 
 class Bookmark(BaseModel):
@@ -46,25 +48,20 @@ class Bookmark(BaseModel):
     tags: list[str] = []
 
 
-# --- one call each ---------------------------------------------------------------------------
-
-
-class BookmarkArgs(Args):
-    bookmark_id: BookmarkId
-
-
-class AddArgs(Args):
-    url: str = Field(max_length=2000, pattern=r"^https?://\S+$", description="http(s) URL.")
-    title: str = Field(min_length=1, max_length=200, description="What it is.")
-    tags: list[Tag] = Field(default_factory=list, max_length=10, description="Lower-case tags.")
+class BookmarkPage(OffsetPage):
+    bookmarks: list[Bookmark]
 
 
 class Deleted(BaseModel):
     deleted: int
 
 
-NO_BOOKMARK = "no bookmark {bookmark_id}; bookmarks_list shows the ids"
+class _Answer(BaseModel):
+    items: list[Bookmark]
+    total: int
 
+
+LIST = Route("GET", "/bookmarks", query=("tag", "limit", "offset"), what="the bookmarks")
 GET = Route(
     "GET", "/bookmarks/{bookmark_id}", what="bookmark {bookmark_id}", status={404: NO_BOOKMARK}
 )
@@ -76,88 +73,58 @@ DELETE = Route(
     status={404: NO_BOOKMARK},
 )
 
-# --- a route and a function: paging ----------------------------------------------------------
 
-
-class ListArgs(Args):
-    tag: Tag | None = Field(None, description="Only bookmarks with this tag.")
-    limit: int = Field(20, ge=1, le=100, description="Most bookmarks to return.")
-    offset: int = Field(0, ge=0, le=1_000_000, description="Bookmarks to skip.")
-
-
-class BookmarkPage(OffsetPage):
-    bookmarks: list[Bookmark]
-
-
-class _Answer(BaseModel):
-    items: list[Bookmark]
-    total: int
-
-
-LIST = Route("GET", "/bookmarks", query=("tag", "limit", "offset"), what="the bookmarks")
-
-
-async def list_bookmarks(args: ListArgs, ctx: RestContext[Any]) -> BookmarkPage:
-    answer = await ctx.fetch(LIST, _Answer, args)  # an answer of another shape: BACKEND_ERROR
-    paging = offset_page(
-        total=answer.total, offset=args.offset, limit=args.limit, returned=len(answer.items)
-    )
+@api.read
+async def bookmarks_list(
+    tag: Tag | None = Field(None, description="Only bookmarks with this tag."),
+    limit: Annotated[int, Field(ge=1, le=100, description="Most bookmarks to return.")] = 20,
+    offset: Annotated[int, Field(ge=0, le=1_000_000, description="Bookmarks to skip.")] = 0,
+    *,
+    ctx: RestContext[Any],
+) -> BookmarkPage:
+    """Bookmarks, newest first, a page at a time; filter by tag."""
+    answer = await ctx.fetch(LIST, _Answer)  # sends the arguments; another shape: BACKEND_ERROR
+    paging = offset_page(total=answer.total, offset=offset, limit=limit, returned=len(answer.items))
     return BookmarkPage(bookmarks=answer.items, **paging)
 
 
-TOOLS = (
-    RestTool(
-        name="bookmarks_list",
-        description="Bookmarks, newest first, a page at a time; filter by tag.",
-        input_model=ListArgs,
-        output_model=BookmarkPage,
-        tier=Tier.READ,
-        backend=BOOKMARKS,
-        run=list_bookmarks,
-    ),
-    RestTool(
-        name="bookmarks_get",
-        description="One bookmark: URL, title, tags.",
-        input_model=BookmarkArgs,
-        output_model=Bookmark,
-        tier=Tier.READ,
-        backend=BOOKMARKS,
-        route=GET,
-    ),
-    RestTool(
-        name="bookmarks_add",
-        description="Keep a URL as a bookmark.",
-        input_model=AddArgs,
-        output_model=Bookmark,
-        tier=Tier.MUTATION,
-        mutation=Mutation(
-            consequence="adds a bookmark",
-            requires="nothing",
-            reversible=True,
-            destructive=False,
-            idempotent=False,
-        ),
-        backend=BOOKMARKS,
-        route=ADD,
-    ),
-    RestTool(
-        name="bookmarks_delete",
-        description="Delete a bookmark.",
-        input_model=BookmarkArgs,
-        output_model=Deleted,
-        tier=Tier.MUTATION,
-        mutation=Mutation(
-            consequence="deletes the bookmark",
-            requires="the bookmark exists",
-            reversible=False,
-            destructive=True,
-            idempotent=True,
-        ),
-        backend=BOOKMARKS,
-        route=DELETE,
-    ),
-)
+@api.read
+async def bookmarks_get(bookmark_id: BookmarkId, *, ctx: RestContext[Any]) -> Bookmark:
+    """One bookmark: URL, title, tags."""
+    return await ctx.fetch(GET, Bookmark)
 
-# The hooks that hand the core these tools (the entry point names this module).
-PARTS = PluginParts(tools=TOOLS)
-register_tools = PARTS.register_tools
+
+@api.mutation(
+    Mutation(
+        consequence="adds a bookmark",
+        requires="nothing",
+        reversible=True,
+        destructive=False,
+        idempotent=False,
+    )
+)
+async def bookmarks_add(
+    url: Annotated[
+        str, Field(max_length=2000, pattern=r"^https?://\S+$", description="http(s) URL.")
+    ],
+    title: Annotated[str, Field(min_length=1, max_length=200, description="What it is.")],
+    tags: list[Tag] = Field(default_factory=list, max_length=10, description="Lower-case tags."),
+    *,
+    ctx: RestContext[Any],
+) -> Bookmark:
+    """Keep a URL as a bookmark."""
+    return await ctx.fetch(ADD, Bookmark)
+
+
+@api.mutation(
+    Mutation(
+        consequence="deletes the bookmark",
+        requires="the bookmark exists",
+        reversible=False,
+        destructive=True,
+        idempotent=True,
+    )
+)
+async def bookmarks_delete(bookmark_id: BookmarkId, *, ctx: RestContext[Any]) -> Deleted:
+    """Delete a bookmark."""
+    return await ctx.fetch(DELETE, Deleted)

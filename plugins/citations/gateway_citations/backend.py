@@ -44,12 +44,6 @@ Limit = Annotated[int, Field(ge=1, le=100, description="Max rows.")]
 Offset = Annotated[int, Field(ge=0, le=_INT4_MAX, description="Rows to skip.")]
 
 
-class Args(BaseModel):
-    """Base of every input model: unknown arguments are refused."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
 class Wire(BaseModel):
     """Base of the models of the API's answers: fields it adds later are ignored."""
 

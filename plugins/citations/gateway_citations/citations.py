@@ -6,12 +6,11 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from gateway import Tier
 from gateway.rest import (
     JsonString,
     OffsetPage,
     RestContext,
-    RestTool,
+    RestTools,
     Route,
     UtcTimestamp,
     offset_page,
@@ -20,7 +19,6 @@ from gateway.rest import (
 from .backend import (
     COCKPIT,
     SOURCE_TYPES,
-    Args,
     CitationId,
     JobId,
     Limit,
@@ -37,18 +35,10 @@ VERIFICATION_STATUSES: tuple[str, ...] = get_args(VerificationStatus)
 CONFIDENCES = ("high", "medium", "low")
 EXTRACTION_METHODS = ("direct_quote", "paraphrase", "inference", "aggregation", "negative")
 
+api = RestTools(COCKPIT)
+
 
 # --- list_job_citations ----------------------------------------------------------------------
-
-
-class ListCitationsArgs(Args):
-    job_id: JobId
-    source_id: SourceId | None = Field(None, description="Only this source's.")
-    verification_status: VerificationStatus | None = Field(
-        None, description="Only citations in this state."
-    )
-    limit: Limit = 50
-    offset: Offset = 0
 
 
 class CitationRow(Wire):
@@ -83,21 +73,30 @@ LIST_CITATIONS = Route(
 )
 
 
-async def list_job_citations(args: ListCitationsArgs, ctx: RestContext[Any]) -> CitationsPage:
-    answer = await ctx.fetch(LIST_CITATIONS, CitationsAnswer, args)
+@api.read(title="List a job's citations", max_result_chars=100_000)
+async def list_job_citations(
+    job_id: JobId,
+    source_id: SourceId | None = Field(None, description="Only this source's."),
+    verification_status: VerificationStatus | None = Field(
+        None, description="Only citations in this state."
+    ),
+    limit: Limit = 50,
+    offset: Offset = 0,
+    *,
+    ctx: RestContext[Any],
+) -> CitationsPage:
+    """A job's citations: claim, source, verification status, confidence, extraction method,
+    similarity. Paged."""
+    answer = await ctx.fetch(LIST_CITATIONS, CitationsAnswer)
     if answer.total == 0:
-        await require_job(ctx, args.job_id)
+        await require_job(ctx, job_id)
     page = offset_page(
-        total=answer.total, offset=args.offset, limit=args.limit, returned=len(answer.citations)
+        total=answer.total, offset=offset, limit=limit, returned=len(answer.citations)
     )
-    return CitationsPage(job_id=args.job_id, citations=answer.citations, **page)
+    return CitationsPage(job_id=job_id, citations=answer.citations, **page)
 
 
 # --- get_citation_detail ---------------------------------------------------------------------
-
-
-class CitationArgs(Args):
-    citation_id: CitationId
 
 
 class Citation(Wire):
@@ -131,11 +130,14 @@ CITATION = Route(
 )
 
 
+@api.read(title="Read a citation")
+async def get_citation_detail(citation_id: CitationId, *, ctx: RestContext[Any]) -> Citation:
+    """One citation in full: verbatim quote and context, source and locator (page, section),
+    verification notes, matched location, reasoning."""
+    return await ctx.fetch(CITATION, Citation)
+
+
 # --- get_citation_stats ----------------------------------------------------------------------
-
-
-class StatsArgs(Args):
-    job_id: JobId
 
 
 class Stats(Wire):
@@ -158,10 +160,13 @@ STATS = Route(
 )
 
 
-async def get_citation_stats(args: StatsArgs, ctx: RestContext[Any]) -> Stats:
-    stats = await ctx.fetch(STATS, Stats, args)
+@api.read(title="Citation statistics of a job")
+async def get_citation_stats(job_id: JobId, *, ctx: RestContext[Any]) -> Stats:
+    """A job's sources by type and citations by verification status, confidence and extraction
+    method, zeros included."""
+    stats = await ctx.fetch(STATS, Stats)
     if stats.total_sources == 0 and stats.total_citations == 0:
-        await require_job(ctx, args.job_id)
+        await require_job(ctx, job_id)
     return stats.model_copy(
         update={
             "sources_by_type": _with_zeros(SOURCE_TYPES, stats.sources_by_type),
@@ -174,41 +179,3 @@ async def get_citation_stats(args: StatsArgs, ctx: RestContext[Any]) -> Stats:
             ),
         }
     )
-
-
-TOOLS = (
-    RestTool(
-        name="list_job_citations",
-        title="List a job's citations",
-        description="A job's citations: claim, source, verification status, confidence, "
-        "extraction method, similarity. Paged.",
-        input_model=ListCitationsArgs,
-        output_model=CitationsPage,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=list_job_citations,
-        max_result_chars=100_000,
-    ),
-    RestTool(
-        name="get_citation_detail",
-        title="Read a citation",
-        description="One citation in full: verbatim quote and context, source and locator (page, "
-        "section), verification notes, matched location, reasoning.",
-        input_model=CitationArgs,
-        output_model=Citation,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        route=CITATION,
-    ),
-    RestTool(
-        name="get_citation_stats",
-        title="Citation statistics of a job",
-        description="A job's sources by type and citations by verification status, confidence "
-        "and extraction method, zeros included.",
-        input_model=StatsArgs,
-        output_model=Stats,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=get_citation_stats,
-    ),
-)

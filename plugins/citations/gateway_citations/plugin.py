@@ -7,12 +7,10 @@ Eight read tools for verifying an agent's work, all declared in the core's REST 
 
 from __future__ import annotations
 
-from gateway import PluginParts
+from gateway import Plugin
 
 from . import citations, prompts, search, sources
 
-PARTS = PluginParts(
-    tools=(*sources.TOOLS, *citations.TOOLS, *search.TOOLS), prompts=prompts.PROMPTS
+plugin = Plugin(  # what the entry point names
+    tools=(*sources.api, *citations.api, *search.api), prompts=prompts.PROMPTS
 )
-register_tools = PARTS.register_tools
-register_prompts = PARTS.register_prompts

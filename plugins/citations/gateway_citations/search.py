@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
-from gateway import Tier
-from gateway.rest import RestContext, RestTool, Route, truncation_marker
+from gateway import Args
+from gateway.rest import RestContext, RestTools, Route, truncation_marker
 
-from .backend import COCKPIT, Args, JobId, SourceType, Wire, require_job
+from .backend import COCKPIT, JobId, SourceType, Wire, require_job
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 # top_k hits of this size stay well within Claude Code's 25,000-token limit for a result.
@@ -225,18 +225,16 @@ async def search_job_sources(args: SearchArgs, ctx: RestContext[Any]) -> SearchR
     )
 
 
-TOOLS = (
-    RestTool(
-        name="search_job_sources",
-        title="Search a job's sources",
-        description="Search the content of a job's sources. Per hit: source, evidence label "
-        "HIGH/MEDIUM/LOW and why, snippet with matches in **bold**. States the mode that ran "
-        "(the orchestrator may fall back to keyword).",
-        input_model=SearchArgs,
-        output_model=SearchResult,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=search_job_sources,
-        max_result_chars=100_000,
-    ),
+# The arguments are a model of their own: their validators clean the query and the tags.
+api = RestTools(COCKPIT)
+api.read(
+    name="search_job_sources",
+    title="Search a job's sources",
+    description="Search the content of a job's sources. Per hit: source, evidence label "
+    "HIGH/MEDIUM/LOW and why, snippet with matches in **bold**. States the mode that ran "
+    "(the orchestrator may fall back to keyword).",
+    input_model=SearchArgs,
+    output_model=SearchResult,
+    run=search_job_sources,
+    max_result_chars=100_000,
 )

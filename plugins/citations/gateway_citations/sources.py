@@ -6,19 +6,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, RootModel
 
-from gateway import Tier
 from gateway.rest import (
     JsonString,
     OffsetPage,
     RestContext,
-    RestTool,
+    RestTools,
     Route,
     UtcTimestamp,
     offset_page,
     truncation_marker,
 )
 
-from .backend import COCKPIT, Args, JobId, Limit, Offset, SourceId, SourceType, Wire, require_job
+from .backend import COCKPIT, JobId, Limit, Offset, SourceId, SourceType, Wire, require_job
+
+api = RestTools(COCKPIT)
 
 #: get_source_detail returns at most this many characters of content: even at one token per
 #: character the result stays under Claude Code's 25,000-token limit for a tool result.
@@ -26,13 +27,6 @@ CONTENT_CAP = 20_000
 
 
 # --- list_job_sources ------------------------------------------------------------------------
-
-
-class ListSourcesArgs(Args):
-    job_id: JobId | None = Field(None, description="Job UUID; omit for all jobs.")
-    source_type: SourceType | None = None
-    limit: Limit = 50
-    offset: Offset = 0
 
 
 class SourceRow(Wire):
@@ -67,24 +61,25 @@ LIST_SOURCES = Route(
 )
 
 
-async def list_job_sources(args: ListSourcesArgs, ctx: RestContext[Any]) -> SourcesPage:
-    answer = await ctx.fetch(LIST_SOURCES, SourcesAnswer, args)
-    if args.job_id and answer.total == 0:
-        await require_job(ctx, args.job_id)
-    page = offset_page(
-        total=answer.total, offset=args.offset, limit=args.limit, returned=len(answer.sources)
-    )
-    return SourcesPage(job_id=args.job_id, sources=answer.sources, **page)
+@api.read(title="List a job's sources", max_result_chars=100_000)
+async def list_job_sources(
+    job_id: JobId | None = Field(None, description="Job UUID; omit for all jobs."),
+    source_type: SourceType | None = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    *,
+    ctx: RestContext[Any],
+) -> SourcesPage:
+    """A job's sources with content previews; without job_id, all jobs' sources, each with its
+    job_ids. Paged."""
+    answer = await ctx.fetch(LIST_SOURCES, SourcesAnswer)
+    if job_id and answer.total == 0:
+        await require_job(ctx, job_id)
+    page = offset_page(total=answer.total, offset=offset, limit=limit, returned=len(answer.sources))
+    return SourcesPage(job_id=job_id, sources=answer.sources, **page)
 
 
 # --- get_source_detail -----------------------------------------------------------------------
-
-
-class SourceDetailArgs(Args):
-    source_id: SourceId
-    content_limit: int = Field(
-        2000, ge=0, le=CONTENT_CAP, description=f"Max content chars; 0 = all up to {CONTENT_CAP}."
-    )
 
 
 class SourceAnswer(Wire):
@@ -121,15 +116,25 @@ def _cut_hint(content_limit: int) -> str:
     return f"this tool shows at most {CONTENT_CAP:,}; search_job_sources finds passages in the rest"
 
 
-async def get_source_detail(args: SourceDetailArgs, ctx: RestContext[Any]) -> SourceDetail:
-    answer = await ctx.fetch(SOURCE, SourceAnswer, args)
+@api.read(title="Read a source", max_result_chars=100_000)
+async def get_source_detail(
+    source_id: SourceId,
+    content_limit: int = Field(
+        2000, ge=0, le=CONTENT_CAP, description=f"Max content chars; 0 = all up to {CONTENT_CAP}."
+    ),
+    *,
+    ctx: RestContext[Any],
+) -> SourceDetail:
+    """One source as the agent had it when citing: content (cut with a [truncated] marker),
+    metadata, hash, the jobs using it."""
+    answer = await ctx.fetch(SOURCE, SourceAnswer)
     # content_limit=0 asks the API for everything (as the orchestrator's own tool does); the
     # cap is applied here, and so is the limit, should an API version not apply it.
-    shown = answer.content[: args.content_limit or CONTENT_CAP]
+    shown = answer.content[: content_limit or CONTENT_CAP]
     full = max(answer.full_content_length, len(answer.content))
     content = shown
     if len(shown) < full:
-        hint = _cut_hint(args.content_limit)
+        hint = _cut_hint(content_limit)
         content += "\n" + truncation_marker(full - len(shown), full, hint=hint)
     return SourceDetail(
         **answer.model_dump(exclude={"content"}),
@@ -146,12 +151,6 @@ AnnotationType = Annotated[
     Literal["note", "highlight", "summary", "question", "critique"],
     Field(description="Only this kind."),
 ]
-
-
-class AnnotationsArgs(Args):
-    job_id: JobId
-    source_id: SourceId
-    annotation_type: AnnotationType | None = None
 
 
 class Annotation(Wire):
@@ -183,21 +182,23 @@ ANNOTATIONS = Route(
 )
 
 
-async def get_source_annotations(args: AnnotationsArgs, ctx: RestContext[Any]) -> Annotations:
-    notes = (await ctx.fetch(ANNOTATIONS, AnnotationList, args)).root
+@api.read(title="Read a source's annotations", max_result_chars=100_000)
+async def get_source_annotations(
+    job_id: JobId,
+    source_id: SourceId,
+    annotation_type: AnnotationType | None = None,
+    *,
+    ctx: RestContext[Any],
+) -> Annotations:
+    """The agent's notes, highlights, summaries, questions and critiques on a source in a
+    job."""
+    notes = (await ctx.fetch(ANNOTATIONS, AnnotationList)).root
     if not notes:
-        await require_job(ctx, args.job_id)
-    return Annotations(
-        job_id=args.job_id, source_id=args.source_id, annotations=notes, count=len(notes)
-    )
+        await require_job(ctx, job_id)
+    return Annotations(job_id=job_id, source_id=source_id, annotations=notes, count=len(notes))
 
 
 # --- get_source_tags -------------------------------------------------------------------------
-
-
-class TagsArgs(Args):
-    job_id: JobId
-    source_id: SourceId
 
 
 class Tags(Wire):
@@ -217,58 +218,10 @@ TAGS = Route(
 )
 
 
-async def get_source_tags(args: TagsArgs, ctx: RestContext[Any]) -> Tags:
-    tags = (await ctx.fetch(TAGS, TagList, args)).root
+@api.read(title="Read a source's tags")
+async def get_source_tags(job_id: JobId, source_id: SourceId, *, ctx: RestContext[Any]) -> Tags:
+    """The tags a job gave a source."""
+    tags = (await ctx.fetch(TAGS, TagList)).root
     if not tags:
-        await require_job(ctx, args.job_id)
-    return Tags(job_id=args.job_id, source_id=args.source_id, tags=tags)
-
-
-TOOLS = (
-    RestTool(
-        name="list_job_sources",
-        title="List a job's sources",
-        description="A job's sources with content previews; without job_id, all jobs' sources, "
-        "each with its job_ids. Paged.",
-        input_model=ListSourcesArgs,
-        output_model=SourcesPage,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=list_job_sources,
-        max_result_chars=100_000,
-    ),
-    RestTool(
-        name="get_source_detail",
-        title="Read a source",
-        description="One source as the agent had it when citing: content (cut with a "
-        "[truncated] marker), metadata, hash, the jobs using it.",
-        input_model=SourceDetailArgs,
-        output_model=SourceDetail,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=get_source_detail,
-        max_result_chars=100_000,
-    ),
-    RestTool(
-        name="get_source_annotations",
-        title="Read a source's annotations",
-        description="The agent's notes, highlights, summaries, questions and critiques on a "
-        "source in a job.",
-        input_model=AnnotationsArgs,
-        output_model=Annotations,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=get_source_annotations,
-        max_result_chars=100_000,
-    ),
-    RestTool(
-        name="get_source_tags",
-        title="Read a source's tags",
-        description="The tags a job gave a source.",
-        input_model=TagsArgs,
-        output_model=Tags,
-        tier=Tier.READ,
-        backend=COCKPIT,
-        run=get_source_tags,
-    ),
-)
+        await require_job(ctx, job_id)
+    return Tags(job_id=job_id, source_id=source_id, tags=tags)

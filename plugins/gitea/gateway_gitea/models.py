@@ -14,13 +14,12 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     field_validator,
 )
 
-from gateway import env_field
+from gateway import Args, env_field
 from gateway.rest import RestBackend, RestSettings, basic_auth, uuid_check
 
 UNAVAILABLE = "Gitea is not available — git history tools require a running Gitea instance"
@@ -199,12 +198,6 @@ FilePath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(c
 
 
 # --- tool arguments --------------------------------------------------------------------------
-
-
-class Args(BaseModel):
-    """Base of every input model: unknown arguments are refused."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class ListCommitsArgs(Args):

@@ -8,11 +8,9 @@ the core's REST kit (``GITEA``); httpx is imported by the first call, not at sta
 
 from __future__ import annotations
 
-from gateway import PluginParts
+from gateway import Plugin
 
 from .models import Settings
 from .tools import TOOLS
 
-PARTS = PluginParts(settings=Settings, tools=TOOLS)
-plugin_settings = PARTS.plugin_settings
-register_tools = PARTS.register_tools
+plugin = Plugin(settings=Settings, tools=TOOLS)  # what the entry point names

@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import Tier
+from gateway import Args, Tier
 from gateway.rest import RestTool, Route
 
 from .backend import COCKPIT, JobId
 from .bounded import bound, bound_items, size_of
 from .mongo import MONGO_STATUS, MongoTime, check_envelope, document
-from .params import RESULT_CHARS, Args, MaxChars, Page, PageSize
+from .params import RESULT_CHARS, MaxChars, Page, PageSize
 
 PAGE_HINT = "ask for fewer per page (page_size)"
 DOC_HINT = "raise max_chars"

@@ -17,13 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, RootModel
 
-from gateway import ErrorCode, GatewayError, Mutation, Tier
+from gateway import Args, ErrorCode, GatewayError, Mutation, Tier
 from gateway.rest import Failure, RestContext, RestTool, Route, UtcTimestamp, gather
 
 from .backend import COCKPIT, AgentId, DatasourceId, JobId
 from .lookup import JOB, NO_JOB, no_job, read_job
 from .models import JOB_STATUSES, Job, JobArgs, JobStatus, JobSummary, TodoList
-from .params import Args
 
 # --- list_jobs ---------------------------------------------------------------------------------
 

@@ -13,10 +13,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway import Args
 from gateway.rest import JsonString, UtcTimestamp
 
 from .backend import JobId
-from .params import Args
 
 #: The statuses the orchestrator's database uses (its own MCP server offered others).
 JobStatus = Literal["created", "processing", "completed", "failed", "cancelled", "pending_review"]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from gateway import ErrorCode, GatewayError, Tier
+from gateway import Args, ErrorCode, GatewayError, Tier
 from gateway.rest import (
     Failure,
     JsonString,
@@ -22,7 +22,7 @@ from gateway.rest import (
 from .backend import COCKPIT
 from .bounded import bound
 from .masking import credential_keys, mask_connection_url, mask_value
-from .params import RESULT_CHARS, Args, MaxChars, NoArgs
+from .params import RESULT_CHARS, MaxChars, NoArgs
 
 AgentStatus = Literal["booting", "ready", "working", "completed", "failed", "offline"]
 DatasourceType = Literal["postgresql", "neo4j", "mongodb"]

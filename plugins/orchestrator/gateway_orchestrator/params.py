@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
-
-class Args(BaseModel):
-    """Base of every input model: unknown arguments are refused."""
-
-    model_config = ConfigDict(extra="forbid")
+from gateway import Args
 
 
 class NoArgs(Args):

@@ -7,11 +7,11 @@ browser (:mod:`.tables`): each module declares its tools in the core's REST dial
 
 from __future__ import annotations
 
-from gateway import PluginParts
+from gateway import Plugin
 
 from . import audit, jobs, monitoring, prompts, search, tables, workspace
 
-PARTS = PluginParts(
+plugin = Plugin(  # what the entry point names
     tools=(
         *jobs.TOOLS,
         *workspace.TOOLS,
@@ -22,5 +22,3 @@ PARTS = PluginParts(
     ),
     prompts=prompts.PROMPTS,
 )
-register_tools = PARTS.register_tools
-register_prompts = PARTS.register_prompts

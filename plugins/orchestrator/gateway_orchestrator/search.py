@@ -19,14 +19,13 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from gateway import GatewayError, Tier
+from gateway import Args, GatewayError, Tier
 from gateway.rest import RestContext, RestTool
 
 from .audit import AUDIT, AuditEntry
 from .backend import COCKPIT, JobId
 from .bounded import bound_items
 from .mongo import check_envelope, document
-from .params import Args
 
 SEARCH_PAGE = 100
 MAX_PAGES = 50

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from gateway import Tier
+from gateway import Args, Tier
 from gateway.rest import (
     OffsetPage,
     RestContext,
@@ -30,7 +30,7 @@ from gateway.rest import (
 from .backend import COCKPIT
 from .bounded import bound_items
 from .masking import MASK, credential_keys, is_secret_name, mask_connection_url, mask_value
-from .params import Args, NoArgs
+from .params import NoArgs
 
 TableName = Literal["agents", "citations", "datasources", "jobs", "requirements", "sources"]
 MAX_PAGE_SIZE = 500  # the API's own bound on pageSize

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gateway import ErrorCode, GatewayError, Tier
+from gateway import Args, ErrorCode, GatewayError, Tier
 from gateway.rest import (
     OffsetPage,
     RestContext,
@@ -31,7 +31,6 @@ from gateway.rest import (
 from .backend import COCKPIT, JobId
 from .lookup import NO_JOB, read_job
 from .models import JobArgs, TodoList
-from .params import Args
 
 # Claude Code keeps up to 25k tokens of a result; these tools may return up to ~80k characters.
 LARGE_RESULT = 100_000
