@@ -2,20 +2,21 @@
 """Build the gateway's container image: first a wheelhouse, then the Containerfile.
 
     python3 deploy/build_image.py [--plugins queue,gitea] [--base IMAGE] [--tag NAME]
-                                  [--engine "podman ..."] [--wheelhouse-only] [-- BUILD-OPTIONS]
+        [--engine "podman ..."] [--python-version X.Y.Z] [--wheelhouse-only] [-- BUILD-OPTIONS]
 
 The wheelhouse (``build/wheelhouse``) holds wheels of the core, the chosen plugins (with the
 plugins of this repository they depend on) and every third-party dependency: pip builds and
 downloads them here, where the package index is reachable. The Containerfile then installs
 from it with ``--no-index``, so nothing inside the build reaches the network (a fresh base
-need not trust this machine's certificate authorities). The wheels are for the Python that
-runs this script: the base must have the same minor version (``python:3.11-slim`` for 3.11),
-which the build checks first.
+need not trust this machine's certificate authorities). The dependencies are chosen for the
+base's Python, which the script asks of the base image (``--python-version`` says it instead),
+and for this machine's platform: build on the base's architecture, with a C library no newer
+than the base's.
 
 ``--plugins`` names folders under ``plugins/`` (default: all of them); the image installs
 exactly those. ``--engine`` is the container command with its global options (default
-``podman``, else ``docker``); options after ``--`` go to its ``build`` (``--network=host``).
-Prints the image's name and size.
+``$CONTAINER_ENGINE``, else ``podman``, else ``docker``); options after ``--`` go to its
+``build`` (e.g. ``--network=none``). Prints the image's name and size.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -106,41 +108,56 @@ def _copy(folder: Path, dest: Path) -> Path:
     return target
 
 
-def build_wheelhouse(plugins: list[str], python: str = sys.executable) -> Path:
+def build_wheelhouse(plugins: list[str], python_version: str) -> Path:
+    """Our wheels, built here, and every dependency's for Python ``python_version`` (the
+    base's: a dependency may need a later patch release than the base has)."""
     if WHEELHOUSE.exists():
         shutil.rmtree(WHEELHOUSE)  # only what this image installs, never a stale version
     WHEELHOUSE.mkdir(parents=True)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     with tempfile.TemporaryDirectory(prefix="mcp-gateway-wheels-") as work:
         sources = [str(_copy(f, Path(work))) for f in closure(plugins)]
-        print(f"build_image: pip wheel of {len(sources)} projects and their dependencies")
-        done = subprocess.run(
-            [
-                python,
-                "-m",
-                "pip",
-                "wheel",
-                "--disable-pip-version-check",
-                "-q",
-                "--wheel-dir",
-                str(WHEELHOUSE),
-                *sources,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        print(f"build_image: wheels of {len(sources)} projects, dependencies for {python_version}")
+        _run([*pip, "wheel", "--no-deps", "--wheel-dir", str(WHEELHOUSE), *sources], "pip wheel")
+    ours = sorted(str(w) for w in WHEELHOUSE.glob("*.whl"))
+    # Our wheels by file: pip takes these and never a distribution of the same name from an
+    # index. Binary wheels only: pip can choose them for another Python than its own.
+    download = [*pip, "download", "--dest", str(WHEELHOUSE), "--only-binary=:all:"]
+    _run([*download, "--python-version", python_version, *ours], "pip download")
+    # The Containerfile compares it with the base's Python before installing anything.
+    (WHEELHOUSE / "PYTHON").write_text(".".join(python_version.split(".")[:2]) + "\n")
+    return WHEELHOUSE
+
+
+def _run(cmd: list[str], what: str) -> None:
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if done.returncode != 0:
         sys.stderr.write(done.stdout)
-        raise SystemExit(f"build_image: pip wheel failed (exit {done.returncode})")
-    version = subprocess.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # The Containerfile compares it with the base's Python before installing anything.
-    (WHEELHOUSE / "PYTHON").write_text(version + "\n")
-    return WHEELHOUSE
+        raise SystemExit(f"build_image: {what} failed (exit {done.returncode})")
+
+
+def base_python(engine: list[str], base: str | None) -> str:
+    """The Python version of the base image, asked of the image itself."""
+    cmd = [*engine, "run", "--rm", "--network=none", "--entrypoint", "python3"]
+    script = "import platform; print(platform.python_version())"
+    done = subprocess.run(
+        [*cmd, base or default_base(), "-c", script], capture_output=True, text=True
+    )
+    version = done.stdout.strip()
+    if done.returncode != 0 or not re.fullmatch(r"3\.\d+\.\d+", version):
+        why = (done.stderr.strip().splitlines() or ["no version printed"])[-1]
+        raise UsageError(
+            f"--python-version: could not ask the base image for its Python ({why}); "
+            "give the base's version, e.g. --python-version 3.11.2"
+        )
+    return version
+
+
+def default_base() -> str:
+    text = (ROOT / "Containerfile").read_text()
+    match = re.search(r"^ARG BASE=(\S+)", text, re.M)
+    assert match, "Containerfile: no ARG BASE=..."
+    return match.group(1)
 
 
 def build_image(
@@ -192,19 +209,34 @@ def main(argv: list[str]) -> int:
         "podman, else docker)",
     )
     parser.add_argument(
+        "--python-version",
+        help="the base's Python, for which the dependencies are chosen (default: asked of the "
+        "base image; with --wheelhouse-only, this Python's)",
+    )
+    parser.add_argument(
         "--wheelhouse-only", action="store_true", help="build the wheelhouse, not the image"
     )
     args = parser.parse_args(own)
+    engine = shlex.split(args.engine)
     try:
         plugins = chosen([p.strip() for p in re.split(r"[,\s]+", args.plugins) if p.strip()])
+        version = args.python_version
+        if version is None:
+            version = (
+                platform.python_version()
+                if args.wheelhouse_only
+                else base_python(engine, args.base)
+            )
+        elif not re.fullmatch(r"3\.\d+(\.\d+)?", version):
+            raise UsageError(f"--python-version: {version!r} is not a version such as 3.11.2")
     except UsageError as exc:
         print(f"build_image: {exc}", file=sys.stderr)
         return 2
-    build_wheelhouse(plugins)
+    build_wheelhouse(plugins, version)
     if args.wheelhouse_only:
         print(f"build_image: wheelhouse in {WHEELHOUSE.relative_to(ROOT)}")
         return 0
-    return build_image(shlex.split(args.engine), plugins, args.tag, args.base, extra)
+    return build_image(engine, plugins, args.tag, args.base, extra)
 
 
 if __name__ == "__main__":
