@@ -21,6 +21,7 @@ import sys
 import tomllib
 
 TIMEOUT = 4.0
+DEFAULT_PORT = 8765  # the image's: serve --port 8765
 
 
 def _set(name: str) -> str:
@@ -76,7 +77,7 @@ def check(path: str, port: int) -> str | None:
 
 def main(argv: list[str]) -> int:
     path = argv[0] if argv else "/healthz"
-    port = int(argv[1]) if len(argv) > 1 else 8765
+    port = int(argv[1]) if len(argv) > 1 else DEFAULT_PORT
     problem = check(path, port)
     if problem is None:
         return 0
