@@ -123,7 +123,9 @@ def build_wheelhouse(plugins: list[str], python_version: str) -> Path:
     # Our wheels by file: pip takes these and never a distribution of the same name from an
     # index. Binary wheels only: pip can choose them for another Python than its own.
     download = [*pip, "download", "--dest", str(WHEELHOUSE), "--only-binary=:all:"]
-    _run([*download, "--python-version", python_version, *ours], "pip download")
+    abi = "cp" + "".join(python_version.split(".")[:2])  # CPython's, for wheels with a C part
+    target = ["--python-version", python_version, "--implementation", "cp", "--abi", abi]
+    _run([*download, *target, *ours], "pip download")
     # The Containerfile compares it with the base's Python before installing anything.
     (WHEELHOUSE / "PYTHON").write_text(".".join(python_version.split(".")[:2]) + "\n")
     return WHEELHOUSE

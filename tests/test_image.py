@@ -46,6 +46,7 @@ BASE_TAG = "localhost/mcp-gateway-test-base:bookworm"
 DEBOOTSTRAP = ["--variant=minbase", "--include=python3,python3-venv", "bookworm"]
 REFRESH_SECONDS = 7 * 24 * 3600
 PLUGINS = "queue"
+PLUGIN_FOLDERS = sorted(p.parent.name for p in REPO.glob("plugins/*/pyproject.toml"))
 #: The mounted configuration: without its allowed_hosts the gateway would not start on 0.0.0.0.
 CONFIG = """\
 [gateway]
@@ -83,8 +84,6 @@ def engine() -> None:
     missing = [tool for tool in ("podman", "runc") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"{' and '.join(missing)} needed for the image test (not on PATH)")
-    if sys.version_info[:2] != (3, 11):
-        pytest.skip("the wheelhouse is for this run's Python; the test base has Python 3.11")
 
 
 def _fresh(stamp: Path) -> bool:
@@ -314,3 +313,36 @@ def test_the_container_stops_cleanly_on_sigterm(image, config):
         assert stopped.returncode == 0, stopped.stderr
         state = podman("inspect", "--format", "{{json .State}}", name).stdout
         assert json.loads(state)["ExitCode"] == 0  # not 137: it was not killed
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--plugins", "queue,qeue"],
+            f"build_image: --plugins: unknown plugin 'qeue' (known: {', '.join(PLUGIN_FOLDERS)});"
+            " did you mean queue?",
+        ),
+        (
+            ["--plugins", "queue", "--python-version", "eleven"],
+            "build_image: --python-version: 'eleven' is not a version such as 3.11.2",
+        ),
+        (
+            # An engine that cannot run the base: it is asked before anything is built.
+            ["--plugins", "queue", "--engine", "false"],
+            "build_image: --python-version: could not ask the base image for its Python (no "
+            "version printed); give the base's version, e.g. --python-version 3.11.2",
+        ),
+    ],
+)
+def test_the_build_script_stops_on_a_usage_mistake_with_one_line_before_building(args, line):
+    before = sorted((REPO / "build").rglob("*")) if (REPO / "build").exists() else []
+    done = subprocess.run(
+        [sys.executable, str(REPO / "deploy" / "build_image.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
+    after = sorted((REPO / "build").rglob("*")) if (REPO / "build").exists() else []
+    assert after == before  # no wheelhouse started
