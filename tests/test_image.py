@@ -346,3 +346,32 @@ def test_the_build_script_stops_on_a_usage_mistake_with_one_line_before_building
     assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
     after = sorted((REPO / "build").rglob("*")) if (REPO / "build").exists() else []
     assert after == before  # no wheelhouse started
+
+
+def test_the_build_context_holds_only_the_wheelhouse_and_the_container_files(base, tmp_path):
+    """.dockerignore: a checkout's .venv, .git or a stray .env never reaches a build."""
+    for path in (
+        "build/wheelhouse/x.whl",
+        "build/lib/gateway/old.py",
+        "deploy/container/healthcheck.py",
+        "deploy/build_image.py",
+        ".venv/bin/python",
+        ".env",
+        "gateway/app.py",
+    ):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x")
+    shutil.copy2(REPO / ".dockerignore", tmp_path / ".dockerignore")
+    lister = tmp_path.parent / f"{tmp_path.name}.Containerfile"
+    lister.write_text(f"FROM {base}\nCOPY . /context\nRUN cd /context && find . -type f | sort\n")
+    tag = f"localhost/mcp-gateway-test-context:{uuid.uuid4().hex[:12]}"
+    try:
+        built = podman(
+            *("build", "--layers=false", "--network=none", "-f", str(lister), "-t", tag),
+            str(tmp_path),
+            timeout=300,
+        )
+    finally:
+        podman("rmi", "--force", tag, check=False)
+    listed = sorted(line for line in built.stdout.splitlines() if line.startswith("./"))
+    assert listed == ["./build/wheelhouse/x.whl", "./deploy/container/healthcheck.py"]
