@@ -21,13 +21,7 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from . import hookspecs
-from .config import (
-    GatewayConfig,
-    build_settings,
-    field_env_names,
-    secret_values,
-    settings_error,
-)
+from .config import GatewayConfig, build_settings, secret_values, settings_error
 from .deadline import HookOverrun, time_limit
 from .entrypoints import installed_plugins
 from .errors import Sanitizer
@@ -37,9 +31,8 @@ from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
-from .schemacache import SchemaCache, deferred_models, package_root
+from .schemacache import SchemaCache, cache_folder, deferred_models
 from .spec import HealthCheck, PluginContext, ToolSpec
-from .startrecord import cache_folder
 
 HOOK_NAMES = (
     "plugin_settings",
@@ -206,11 +199,7 @@ class PluginLoader:
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
-        #: environment variables the loaded plugins' settings and backends read, and the
-        #: package folders of the plugins loaded from entry points (what a start record keys on)
-        self.consulted_env: set[str] = set()
-        self.package_roots: set[str] = set()
-        folder = cache_folder(config, "schemas")
+        folder = cache_folder(config)
         self.schema_cache = SchemaCache(folder) if folder is not None else None
 
     def _selected(self, name: str) -> str | None:
@@ -407,7 +396,6 @@ class PluginLoader:
         }
         checks = []
         for backend in backends.values():
-            self._consulted(backend.settings)
             try:
                 settings = self.backends.declare(backend, plugin)
             except ValidationError as exc:
@@ -425,10 +413,6 @@ class PluginLoader:
         """Import one plugin and run its load-time hooks; ``step`` is told what runs now.
         Runs on the calling thread under :func:`time_limit`, so blocking code is stopped."""
         step("import")
-        if src.module:
-            root = package_root(src.module)
-            if root is not None:
-                self.package_roots.add(str(root))
         cached = self.schema_cache is not None and bool(src.module)
         with deferred_models() if cached else contextlib.nullcontext():
             module = src.load()
@@ -509,14 +493,10 @@ class PluginLoader:
             return None
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise _PluginInvalid("plugin_settings must return a pydantic BaseModel subclass")
-        self._consulted(model)
         try:
             return build_settings(model, self.config.plugin_table(name), self.config.env)
         except ValidationError as exc:
             raise _PluginInvalid(settings_error(exc)) from None
-
-    def _consulted(self, model: type[BaseModel]) -> None:
-        self.consulted_env.update(n for names in field_env_names(model).values() for n in names)
 
     async def open_resources(self) -> None:
         """Run ``open_resources`` per loaded plugin under a timeout; failures skip the plugin."""

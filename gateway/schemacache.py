@@ -23,16 +23,18 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pydantic
 from pydantic import BaseModel
 
+from .entrypoints import distributions
 from .spec import ToolSpec
-from .startrecord import CORE, distributions, files, write_whole
 
 log = logging.getLogger("gateway.schemacache")
 
@@ -40,6 +42,58 @@ log = logging.getLogger("gateway.schemacache")
 FORMAT = 1
 #: Entries kept per plugin (several deployments of one user may differ in settings).
 KEEP = 8
+#: The core's package folder: its files key the cache.
+CORE = Path(__file__).resolve().parent
+
+
+def cache_folder(config: Any) -> Path | None:
+    """``$XDG_CACHE_HOME/mcp-gateway/schemas``, else ``$HOME/.cache/…``, for a gateway whose
+    ``schema_cache`` is on; ``None`` when it is off or the environment names neither."""
+    if not config.schema_cache:
+        return None
+    env: Mapping[str, str] = config.env
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if Path(xdg).is_absolute():  # the XDG spec: a relative value is invalid, ignore it
+        return Path(xdg) / "mcp-gateway" / "schemas"
+    home = env.get("HOME", "")
+    return Path(home) / ".cache" / "mcp-gateway" / "schemas" if Path(home).is_absolute() else None
+
+
+def files(root: Path) -> list[tuple[str, int, int]]:
+    """Every ``.py`` file under package folder ``root`` with its size and modification time
+    (ns); for a module of its own (a file), the modules beside it, which it may import."""
+    out = []
+    if not root.is_dir():
+        with contextlib.suppress(OSError), os.scandir(root.parent) as it:
+            for entry in it:
+                if entry.name.endswith(".py") and entry.is_file():
+                    st = entry.stat()
+                    out.append((entry.name, st.st_size, st.st_mtime_ns))
+        return sorted(out)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                path = Path(dirpath, name)
+                with contextlib.suppress(OSError):
+                    st = path.stat()
+                    out.append((str(path.relative_to(root)), st.st_size, st.st_mtime_ns))
+    return out
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` through a temporary file and a rename: a concurrent reader sees the old
+    content or the new, never part of one (``OSError`` when it cannot be written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @contextlib.contextmanager
