@@ -238,6 +238,8 @@ class PluginLoader:
                 self._load_one(src, selectable=True)
         self.refresh_withheld()
         self.refresh_offered()
+        if self.schema_cache is not None:
+            self.schema_cache.save()
 
     def _not_chosen(self, name: str, group: list[PluginSource]) -> list[tuple[PluginSource, str]]:
         """Entry points of one plugin name that are not loaded, and why: ``providers`` picks a
@@ -437,11 +439,7 @@ class PluginLoader:
         step("register_tools")
         specs: list[ToolSpec] = []
         call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
-        schemas = (
-            self.schema_cache.plugin(src.name, src.module, settings)
-            if self.schema_cache is not None and src.module
-            else None
-        )
+        schemas = self.schema_cache if src.module else None
         tools: list[RegisteredTool] = [build_tool(s, ctx, schemas) for s in specs]
         step("register_prompts")
         prompt_specs: list[object] = []
@@ -472,8 +470,6 @@ class PluginLoader:
         rec.tools = [t.name for t in tools]
         rec.prompts = [p.name for p in prompts]
         rec.checks = [c.name for c in checks]
-        if schemas is not None:
-            schemas.save()
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.

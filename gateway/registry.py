@@ -21,7 +21,7 @@ from .errors import encodable
 from .spec import TOOL_NAME, Mutation, PluginContext, Tier, ToolSpec
 
 if TYPE_CHECKING:
-    from .schemacache import PluginSchemas
+    from .schemacache import SchemaCache
 
 
 class RegistrationError(Exception):
@@ -269,10 +269,15 @@ def validate_spec(spec: object) -> Tier:
 _SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+def _schema_of(model: type[BaseModel], cache: SchemaCache | None = None) -> dict[str, Any]:
     found = _SCHEMAS.get(model)
     if found is None:
-        found = _SCHEMAS[model] = compact_schema(model.model_json_schema())
+        key, generated = cache.get(model) if cache is not None else (None, None)
+        if generated is None:
+            generated = model.model_json_schema()
+            if key is not None and cache is not None:
+                cache.put(key, generated)
+        found = _SCHEMAS[model] = compact_schema(generated)
     copied: dict[str, Any] = _copied(found)  # callers own what they get
     return copied
 
@@ -288,24 +293,16 @@ def _copied(value: Any) -> Any:
 
 
 def build_tool(
-    spec: ToolSpec, plugin: PluginContext[Any], schemas: PluginSchemas | None = None
+    spec: ToolSpec, plugin: PluginContext[Any], schemas: SchemaCache | None = None
 ) -> RegisteredTool:
-    """Validate a spec and derive its published form (its schemas from ``schemas`` when they
-    were built before from the same files and settings)."""
+    """Validate a spec and derive its published form (its models' schemas from ``schemas``
+    when models with the same fingerprint had them generated before)."""
     tier = validate_spec(spec)
-    cached = schemas.get(spec) if schemas is not None else None
-    if cached is not None:
-        model_schema, output_schema = cached
-    else:
-        try:
-            model_schema = _schema_of(spec.input_model)
-            output_schema = _schema_of(spec.output_model) if spec.output_model else None
-        except Exception as exc:  # pydantic raises several kinds for unschematizable models
-            raise RegistrationError(
-                f"tool {spec.name!r}: schema cannot be generated ({exc})"
-            ) from None
-        if schemas is not None:
-            schemas.put(spec, model_schema, output_schema)
+    try:
+        model_schema = _schema_of(spec.input_model, schemas)
+        output_schema = _schema_of(spec.output_model, schemas) if spec.output_model else None
+    except Exception as exc:  # pydantic raises several kinds for unschematizable models
+        raise RegistrationError(f"tool {spec.name!r}: schema cannot be generated ({exc})") from None
     input_schema = optional_without_null(model_schema)
     if input_schema.get("type") != "object":
         raise RegistrationError(f"tool {spec.name!r}: input schema root must be an object")
