@@ -595,3 +595,16 @@ def test_gateways_built_in_one_process_never_share_a_schema_object(tmp_path: Pat
         schema["properties"].clear()
         schema["mutated"] = True
     assert json.dumps(notes_schemas(), sort_keys=True) == pristine
+
+
+@pytest.mark.parametrize(
+    "default",
+    ["text", "", 5, -1, 2**70, True, False, None, 1.5, float("inf"), [], {"a": 1}, Colour.RED],
+)
+def test_schemas_are_generated_as_pydantic_generates_them(default: Any):
+    """The gateway's generator skips pydantic's encoding of defaults that are their own JSON;
+    every schema is still the one pydantic makes."""
+    from gateway.registry import _Schemas
+
+    model = create_model("Defaults", x=(Any, Field(default, description="A default.")))
+    assert model.model_json_schema(schema_generator=_Schemas) == model.model_json_schema()
