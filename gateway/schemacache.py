@@ -174,7 +174,13 @@ _GENERAL_METADATA = _general_metadata()
 
 #: What a FieldInfo holds for what a field did not set: left out of fingerprints (the same for
 #: every field of one pydantic version), which makes them several times smaller.
-_UNSET = {slot: getattr(FieldInfo(), slot, None) for slot in FieldInfo.__slots__}
+_UNSET = [
+    (slot, getattr(FieldInfo(), slot, None))
+    for slot in FieldInfo.__slots__
+    if slot not in _SKIPPED_SLOTS
+]
+#: Defaults that are a new empty container in every FieldInfo: an empty one is unset too.
+_EMPTY = (list, set)
 _PREFIX = json.dumps([FORMAT, sys.version, pydantic.VERSION, pydantic_core.__version__])
 #: Fingerprints of models and enums taken in this process (``None``: unfit). A class does not
 #: change once created; a model built anew (per registration) is another class.
@@ -257,11 +263,9 @@ class _Walk:
 
     def field(self, info: FieldInfo) -> Any:
         out = []
-        for slot, unset in _UNSET.items():
+        for slot, unset in _UNSET:
             value = getattr(info, slot, None)
-            if value is unset or slot in _SKIPPED_SLOTS:
-                continue
-            if type(value) is type(unset) and isinstance(value, list | set) and not value:
+            if value is unset or (type(value) is type(unset) in _EMPTY and not value):
                 continue
             if slot == "annotation":
                 out.append([slot, self.annotation(value)])
