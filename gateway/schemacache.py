@@ -528,6 +528,11 @@ class SchemaCache:
                 break
             kept.setdefault(key, schema)
         body = json.dumps(kept, separators=(",", ":")).encode()
+        if len(body) > MAX_BYTES - 100:  # under the cap with its header, or it is never read
+            body = json.dumps(self._used, separators=(",", ":")).encode()
+            if len(body) > MAX_BYTES - 100:
+                log.debug("schema cache not written: larger than the cap")
+                return
         head = b" ".join([_HEADER, str(FORMAT).encode(), hashlib.sha256(body).hexdigest().encode()])
         try:
             write_whole(self.path, head + b"\n" + body)

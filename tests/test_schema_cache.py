@@ -364,6 +364,28 @@ def test_concurrent_first_starts_agree_and_leave_one_whole_file(tmp_path: Path):
     assert deployment.start() == (results[0], "")
 
 
+def test_the_file_never_grows_past_what_a_start_reads(tmp_path: Path, monkeypatch):
+    """Earlier deployments' schemas are kept while they fit: a file over the cap would be
+    refused by every start."""
+    monkeypatch.setattr(schemacache, "MAX_BYTES", 4000)
+    schema = {"description": "x" * 100}
+    earlier = schemacache.SchemaCache(tmp_path)
+    assert earlier.get(Inner) == (schemacache.fingerprint(Inner), None)
+    for i in range(20):
+        earlier.put(f"earlier-{i}", schema)
+    earlier.save()
+    assert len(json.loads((tmp_path / schemacache.FILE).read_bytes().partition(b"\n")[2])) == 20
+
+    now = schemacache.SchemaCache(tmp_path)
+    assert now.get(Inner)[1] is None  # reads the file
+    for i in range(15):
+        now.put(f"now-{i}", schema)
+    now.save()  # with the earlier ones, over the cap: this start's alone
+    content = (tmp_path / schemacache.FILE).read_bytes()
+    assert len(content) <= 4000
+    assert set(json.loads(content.partition(b"\n")[2])) == {f"now-{i}" for i in range(15)}
+
+
 # -- what is never cached ---------------------------------------------------------------------
 
 HOOKED = """
