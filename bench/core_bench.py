@@ -200,7 +200,7 @@ def deployment_section(
         f"Protocol {protocol}: {HANDSHAKES[protocol]}\n\n"
         + COLD_HEADER
         + "\n".join(cold_rows(deployed, times, cpu, counts))
-        + f"\n\n**Target** cold start with every installed plugin ({counts['gateway']} tools: "
+        + f"\n\n**Target** cold start with every installed plugin ({counts['gateway']} tools from "
         f"{', '.join(p.split()[0] for p in plugins)}), protocol {protocol}, median ≤ "
         f"{COLD_TARGET} x bare: {c.fmt_ms(med['gateway'])} / {c.fmt_ms(med['bare'])} ms = "
         f"{r:.3f} x → **{c.verdict(ok)}**\n\n"
