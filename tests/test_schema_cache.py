@@ -240,6 +240,8 @@ async def test_a_start_lists_what_the_models_are_now_not_what_the_cache_kept(
     assert now["tools"]["count"]["properties"]["n"]["type"] == "string"
     assert now["count '5'"] == {"n": "5"} and now["count 5"] == "VALIDATION_ERROR"
     assert now["tools"]["echo"] == first["tools"]["echo"]
+    # Nothing but the schemas is kept between starts (no record of what a start listed).
+    assert [p.name for p in (deployment.cache / "mcp-gateway").iterdir()] == ["schemas"]
 
 
 # -- what a start reads from the cache folder cannot hurt it ----------------------------------
