@@ -250,8 +250,7 @@ def main(argv: list[str]) -> int:
             p for p in (str(EXAMPLES_SITE), env.get("PYTHONPATH", "")) if p
         )
         # Gateways without an audit_log write to the user's state directory, and keep schemas
-        # and start records in the user's cache: the tests' own (subprocesses too) use
-        # throw-away ones.
+        # in the user's cache: the tests' own (subprocesses too) use throw-away ones.
         with (
             tempfile.TemporaryDirectory(prefix="mcp-gateway-test-state-") as state,
             tempfile.TemporaryDirectory(prefix="mcp-gateway-test-cache-") as cache,

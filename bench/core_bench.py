@@ -52,65 +52,33 @@ TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 # --- cold start ---------------------------------------------------------------------------
 
 
-def cold_once(target: c.Target, tools: int, tag: str) -> tuple[float, int, float]:
-    """Spawn → initialize → initialized → tools/list response, in ns; the tool count; and the
-    server's CPU seconds over its whole life (start, handshake, list, shutdown)."""
+def cold_once(
+    target: c.Target, tools: int, tag: str, protocol: str = c.PROTOCOL
+) -> tuple[float, int, float]:
+    """Spawn → the handshake → tools/list response, in ns; the tool count; and the server's CPU
+    seconds over its whole life (start, handshake, list, shutdown). The handshake of
+    ``protocol``: ``initialize`` and ``notifications/initialized`` (2025), or
+    ``server/discover`` (2026-07-28, what Claude Code sends)."""
     p = c.spawn_stdio(target, tools, tag)
     try:
-        p.send(c.initialize_msg(0))
-        init, _ = p.recv(0)
-        if "error" in init:
-            raise RuntimeError(f"{target.label}: initialize failed: {init['error']}")
-        p.send(c.INITIALIZED)
-        p.send(TOOLS_LIST)
+        if protocol == c.MODERN:
+            p.send(c.modern(0, "server/discover"))
+            first, _ = p.recv(0)
+            p.send(c.modern(1, "tools/list"))
+        else:
+            p.send(c.initialize_msg(0))
+            first, _ = p.recv(0)
+            p.send(c.INITIALIZED)
+            p.send(TOOLS_LIST)
+        if "error" in first:
+            raise RuntimeError(f"{target.label}: the handshake failed: {first['error']}")
         resp, _ = p.recv(1)
         elapsed = time.perf_counter_ns() - p.started_ns
     finally:
         p.close()
+    if "error" in resp:
+        raise RuntimeError(f"{target.label}: tools/list failed: {resp['error']}")
     return elapsed, len(resp["result"]["tools"]), p.cpu_seconds or float("nan")
-
-
-def first_call_once(target: c.Target, tools: int, tag: str) -> float:
-    """Spawn → handshake → ``tools/list`` → the first ``tools/call`` answered, in ns: a
-    gateway started from its start record loads the plugins after the listing, so this is
-    when the first call of a session can be answered. The gateway's call is
-    ``gateway_status`` without health checks (no backend contacted); the bare server's an
-    echo tool."""
-    p = c.spawn_stdio(target, tools, tag)
-    try:
-        p.send(c.initialize_msg(0))
-        p.recv(0)
-        p.send(c.INITIALIZED)
-        p.send(TOOLS_LIST)
-        p.recv(1)
-        name, args = (
-            ("gateway_status", {"check_health": False})
-            if target.kind == "gateway"
-            else ("echo_0", {"x": 1})
-        )
-        p.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": args},
-            }
-        )
-        resp, _ = p.recv(2)
-        elapsed = time.perf_counter_ns() - p.started_ns
-    finally:
-        p.close()
-    if resp.get("result", {}).get("isError") or "error" in resp:
-        raise RuntimeError(f"{target.label}: the first call failed: {str(resp)[:300]}")
-    return elapsed
-
-
-def first_call_series(runs: int, tools: int) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {t.kind: [] for t in c.DEPLOYED}
-    for i in range(runs):
-        for target in c.alternating(i, c.DEPLOYED):
-            out[target.kind].append(first_call_once(target, tools, f"first-call-{i}"))
-    return out
 
 
 def python_floor(runs: int) -> list[float]:
@@ -123,18 +91,22 @@ def python_floor(runs: int) -> list[float]:
 
 
 def cold_series(
-    targets: tuple[c.Target, ...], tools: dict[str, int], runs: int, tag: str
+    targets: tuple[c.Target, ...],
+    tools: dict[str, int],
+    runs: int,
+    tag: str,
+    protocol: str = c.PROTOCOL,
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, int]]:
-    """``runs`` cold starts of each target, alternated (A B, B A, …: neither always pays the
+    """``runs`` cold starts of each target, alternated (A B C, C B A, …: none always pays the
     colder cache), after one discarded run each (page cache, ``.pyc`` files, schema cache)."""
     for target in targets:
-        cold_once(target, tools[target.kind], f"{tag}-warmup")
+        cold_once(target, tools[target.kind], f"{tag}-warmup", protocol)
     times: dict[str, list[float]] = {t.kind: [] for t in targets}
     cpu: dict[str, list[float]] = {t.kind: [] for t in targets}
     counts: dict[str, int] = {}
     for i in range(runs):
         for target in c.alternating(i, targets):
-            ns, n, cpu_s = cold_once(target, tools[target.kind], f"{tag}-{i}")
+            ns, n, cpu_s = cold_once(target, tools[target.kind], f"{tag}-{i}", protocol)
             times[target.kind].append(ns)
             cpu[target.kind].append(cpu_s * 1e9)
             counts[target.kind] = n
@@ -197,20 +169,46 @@ def cold_rows(
     ]
 
 
-def first_starts(runs: int) -> list[float]:
-    """Deployment starts with the schema cache emptied first: after an install or upgrade."""
-    out = []
-    for i in range(runs):
-        shutil.rmtree(c.CACHE_DIR, ignore_errors=True)
-        ns, _, _ = cold_once(c.DEPLOYED[1], 0, f"cold-first-{i}")
-        out.append(ns)
-    return out
-
-
 COLD_HEADER = (
     "| server | min ms | median ms | max ms | median CPU ms | runs (ms, in order) |\n"
     "|---|---|---|---|---|---|\n"
 )
+
+
+#: The handshakes measured, and what each is.
+HANDSHAKES = {
+    c.PROTOCOL: "`initialize` → `initialized` → `tools/list`",
+    c.MODERN: "`server/discover` → `tools/list` (what Claude Code sends)",
+}
+
+
+def deployment_section(
+    protocol: str, runs: int, deployed_tools: int, plugins: list[str]
+) -> tuple[bool, str, float]:
+    """The deployment's cold starts in ``protocol``: whether the target was met, the text, and
+    the gateway's median CPU time over the bare server's."""
+    deployed = (*c.DEPLOYED, c.GATEWAY_NO_CACHE, c.BARE_GC_PAUSED)
+    tools = {t.kind: 0 if t.is_gateway else deployed_tools for t in deployed}
+    times, cpu, counts = cold_series(deployed, tools, runs, f"cold-{protocol}", protocol)
+    med = {k: c.median(v) for k, v in times.items()}
+    r = c.ratio(med["gateway"], med["bare"])
+    off = c.ratio(med["gateway-no-cache"], med["bare"])
+    gc_r = c.ratio(med["gateway"], med["bare-gc"])
+    cpu_r = c.ratio(c.median(cpu["gateway"]), c.median(cpu["bare"]))
+    ok = r <= COLD_TARGET
+    text = (
+        f"Protocol {protocol}: {HANDSHAKES[protocol]}\n\n"
+        + COLD_HEADER
+        + "\n".join(cold_rows(deployed, times, cpu, counts))
+        + f"\n\n**Target** cold start with every installed plugin ({counts['gateway']} tools from "
+        f"{', '.join(p.split()[0] for p in plugins)}), protocol {protocol}, median ≤ "
+        f"{COLD_TARGET} x bare: {c.fmt_ms(med['gateway'])} / {c.fmt_ms(med['bare'])} ms = "
+        f"{r:.3f} x → **{c.verdict(ok)}**\n\n"
+        f"Informational: with the schema cache off {c.fmt_ms(med['gateway-no-cache'])} / "
+        f"{c.fmt_ms(med['bare'])} ms = {off:.3f} x; like for like against the bare server also "
+        f"started with the collector paused {gc_r:.3f} x; CPU time gateway / bare {cpu_r:.2f} x.\n"
+    )
+    return ok, text, cpu_r
 
 
 def bench_cold(args: argparse.Namespace) -> bool:
@@ -223,79 +221,46 @@ def bench_cold(args: argparse.Namespace) -> bool:
         f"cold start: {args.runs} runs each, alternated; deployment: {deployed_tools} tools from "
         f"{', '.join(plugins)}; core: N={args.tools}"
     )
-    deployed = (*c.DEPLOYED, c.BARE_GC_PAUSED)
-    d_times, d_cpu, d_counts = cold_series(
-        deployed,
-        {"bare": deployed_tools, "gateway": 0, "bare-gc": deployed_tools},
-        args.runs,
-        "cold-deployed",
-    )
-    first = first_starts(max(3, args.runs // 3))
-    calls = first_call_series(max(3, args.runs // 2), deployed_tools)
+    sections = [
+        deployment_section(protocol, args.runs, deployed_tools, plugins) for protocol in HANDSHAKES
+    ]
     times, cpu, counts = cold_series(
         c.TARGETS, {"bare": args.tools, "gateway": args.tools}, args.runs, "cold"
     )
     floor = python_floor(args.runs)
-    d_med = {k: c.median(v) for k, v in d_times.items()}
     med = {k: c.median(v) for k, v in times.items()}
-    d_r = c.ratio(d_med["gateway"], d_med["bare"])
-    d_gc = c.ratio(d_med["gateway"], d_med["bare-gc"])
     r = c.ratio(med["gateway"], med["bare"])
-    d_ok, ok = d_r <= COLD_TARGET, r <= COLD_TARGET
+    ok = r <= COLD_TARGET
     floor_row = (
         f"| `python -c pass` (floor) | {c.fmt_ms(min(floor))} | {c.fmt_ms(c.median(floor))} | "
         f"{c.fmt_ms(max(floor))} | | {' '.join(c.fmt_ms(x) for x in floor)} |"
     )
-    first_row = (
-        f"| gateway, every installed plugin, schema cache and start record empty (first start "
-        f"after an install or upgrade) | {c.fmt_ms(min(first))} | {c.fmt_ms(c.median(first))} | "
-        f"{c.fmt_ms(max(first))} | | {' '.join(c.fmt_ms(x) for x in first)} |"
-    )
-    call_rows = "\n".join(
-        f"| {t.label} | {c.fmt_ms(min(calls[t.kind]))} | {c.fmt_ms(c.median(calls[t.kind]))} | "
-        f"{c.fmt_ms(max(calls[t.kind]))} | {' '.join(c.fmt_ms(x) for x in calls[t.kind])} |"
-        for t in c.DEPLOYED
-    )
-    call_r = c.ratio(c.median(calls["gateway"]), c.median(calls["bare"]))
-    d_cpu_ratio = c.ratio(c.median(d_cpu["gateway"]), c.median(d_cpu["bare"]))
     cpu_ratio = c.ratio(c.median(cpu["gateway"]), c.median(cpu["bare"]))
     body = (
-        "## Cold start (stdio): spawn → `initialize` → `initialized` → `tools/list` response\n\n"
+        "## Cold start (stdio): spawn → the handshake → `tools/list` response\n\n"
         + c.facts_line(rerun("cold", runs=args.runs, tools=args.tools), load)
-        + f"- Method: raw JSON-RPC client on the pipes (protocol {c.PROTOCOL}), {args.runs} runs "
-        "each, alternated (A B C, then C B A, …), after one discarded run each "
-        "(it also writes the gateway's schema cache and start record in `bench/.work/cache`, "
-        "as a deployment's first start does: later starts answer `initialize` and `tools/list` "
-        "from the record and import the plugins after the listing, see "
-        "`gateway/startrecord.py`). The gateway's and the plugins' sources are byte-compiled first, as "
-        "pip compiles a wheel it installs (the SDK the bare server imports is): an editable "
-        "checkout under `PYTHONDONTWRITEBYTECODE` would otherwise compile every module at every "
-        "start.\n"
+        + f"- Method: raw JSON-RPC client on the pipes, in both protocols (the 2025 handshake, "
+        f"{c.PROTOCOL}; and the stateless {c.MODERN}, opened with `server/discover` as Claude Code "
+        f"does), {args.runs} runs each, alternated (A B C D, then D C B A, …), after one discarded "
+        "run each (it also writes the gateway's schema cache in `bench/.work/cache`, as a "
+        "deployment's first start does; every later start reads it, see "
+        "`gateway/schemacache.py`). The gateway's and the plugins' sources are byte-compiled "
+        "first, as pip compiles a wheel it installs (the SDK the bare server imports is): an "
+        "editable checkout under `PYTHONDONTWRITEBYTECODE` would otherwise compile every module "
+        "at every start.\n"
         f"- **Deployment**: `python -m gateway.cli serve` as Claude Code starts it: every "
-        f"installed plugin ({', '.join(plugins)}; and the built-in `gateway_status`), `COCKPIT_API_URL` and `GITEA_URL` set (never "
-        f"contacted while starting), {d_counts['gateway']} tools; the bare server lists as many "
-        "trivial tools.\n"
+        f"installed plugin ({', '.join(plugins)}; and the built-in `gateway_status`), "
+        f"`COCKPIT_API_URL` and `GITEA_URL` set (never contacted while starting), "
+        f"{deployed_tools} tools; the bare server lists as many trivial tools. Every start "
+        "imports the plugins and lists what they publish.\n"
         f"- **Core only**: the gateway with `MCP_GATEWAY_PLUGINS=bench_trivial` (N = {args.tools} "
-        "generated echo tools, plus `gateway_status`): what the core itself costs.\n\n"
-        "Deployment:\n\n"
-        + COLD_HEADER
-        + "\n".join([*cold_rows(deployed, d_times, d_cpu, d_counts), first_row])
-        + f"\n\n**Target** cold start with every installed plugin ({d_counts['gateway']} tools), "
-        f"median ≤ {COLD_TARGET} x bare: {c.fmt_ms(d_med['gateway'])} / {c.fmt_ms(d_med['bare'])} "
-        f"ms = {d_r:.3f} x → **{c.verdict(d_ok)}**\n\n"
+        f"generated echo tools, plus `gateway_status`), protocol {c.PROTOCOL}: what the core "
+        "itself costs.\n\n"
         "`serve` pauses the garbage collector while it starts (`gateway/startup.py`), which also "
-        "speeds up the SDK import the bare server pays with the collector on. Like for like, "
-        "against the bare server started the same way: "
-        f"{c.fmt_ms(d_med['gateway'])} / {c.fmt_ms(d_med['bare-gc'])} ms = {d_gc:.3f} x "
-        "(informational).\n\n"
-        "Spawn → `tools/list` → first `tools/call` answered (the plugins loaded after the "
-        "listing; gateway: `gateway_status` without health checks, bare: an echo tool; "
-        f"{len(calls['gateway'])} runs each, alternated; informational): "
-        f"{call_r:.3f} x\n\n"
-        "| server | min ms | median ms | max ms | runs (ms, in order) |\n|---|---|---|---|---|\n"
-        + call_rows
-        + "\n\n"
-        "Core only:\n\n"
+        "speeds up the SDK import the bare server pays with the collector on; the bare server "
+        "started the same way is measured too (informational).\n\n"
+        + "\n".join(text for _, text, _ in sections)
+        + "\nCore only:\n\n"
         + COLD_HEADER
         + "\n".join([*cold_rows(c.TARGETS, times, cpu, counts), floor_row])
         + f"\n\n**Target** cold start, core only (trivial plugin, {counts['gateway']} tools), "
@@ -303,12 +268,14 @@ def bench_cold(args: argparse.Namespace) -> bool:
         f"= {r:.3f} x → **{c.verdict(ok)}**\n"
         "\nCross-check, less sensitive to how much CPU the shared machine left the servers "
         "(CPU time still inflates somewhat under contention): CPU time (user + system, whole "
-        f"process life incl. shutdown), gateway / bare = {d_cpu_ratio:.2f} x (deployment), "
-        f"{cpu_ratio:.2f} x (core only) (medians; informational, the target is on wall time).\n"
+        "process life incl. shutdown), gateway / bare = "
+        + ", ".join(f"{cpu_r:.2f} x" for _, _, cpu_r in sections)
+        + f" (deployment, by protocol), {cpu_ratio:.2f} x (core only) (medians; informational, "
+        "the target is on wall time).\n"
     )
     c.write_section("cold", body)
     log(body)
-    return d_ok and ok
+    return ok and all(ok_p for ok_p, _, _ in sections)
 
 
 # --- import time ----------------------------------------------------------------------------

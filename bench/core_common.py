@@ -45,6 +45,8 @@ BARE_SERVER = BENCH / "core_bare_server.py"
 PY = sys.executable
 
 PROTOCOL = "2025-06-18"
+#: The stateless protocol Claude Code opens a stdio server with (``server/discover``).
+MODERN = "2026-07-28"
 PLUGIN_NAME = "bench_trivial"
 PLUGIN_MODULE = "gw_bench_trivial"
 TOOLS_ENV = "GW_BENCH_TRIVIAL_N"
@@ -130,10 +132,14 @@ class Target:
     """One server under test: its label, a stdio command and an HTTP command (port → argv)."""
 
     label: str
-    kind: str  # "bare" or "gateway"
+    kind: str  # "bare…" or "gateway…": what it is, and its key in the results
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. a gateway variant's MCP_GATEWAY_AUTH_*
     #: a deployment: the gateway with every installed plugin (not the generated one)
     deployment: bool = False
+
+    @property
+    def is_gateway(self) -> bool:
+        return self.kind.startswith("gateway")
 
     def env(self, tools: int) -> dict[str, str]:
         env = {
@@ -145,24 +151,24 @@ class Target:
         env["XDG_CACHE_HOME"] = str(CACHE_DIR)
         if self.deployment:
             # Neither server gets the generated plugin's folder: the gateway would load it.
-            if self.kind == "gateway":
+            if self.is_gateway:
                 env.update(DEPLOYMENT_ENV)
         else:
             # Both servers get the same extra sys.path entry, so neither pays for it alone.
             env["PYTHONPATH"] = str(PLUGIN_DIR)
-            if self.kind == "gateway":
+            if self.is_gateway:
                 env["MCP_GATEWAY_PLUGINS"] = PLUGIN_NAME
                 env[TOOLS_ENV] = str(tools)
         env.update(self.extra_env)
         return env
 
     def stdio_argv(self, tools: int, python_flags: Sequence[str] = ()) -> list[str]:
-        if self.kind == "gateway":
+        if self.is_gateway:
             return [PY, *python_flags, "-m", "gateway.cli", "serve"]
         return [PY, *python_flags, str(BARE_SERVER), "--tools", str(tools), "stdio"]
 
     def http_argv(self, tools: int, port: int) -> list[str]:
-        if self.kind == "gateway":
+        if self.is_gateway:
             return [PY, "-m", "gateway.cli", "serve", "--transport", "http", "--port", str(port)]
         return [PY, str(BARE_SERVER), "--tools", str(tools), "http", "--port", str(port)]
 
@@ -177,6 +183,14 @@ DEPLOYMENT_ENV = {"COCKPIT_API_URL": "http://127.0.0.1:9", "GITEA_URL": "http://
 DEPLOYED = (
     Target("bare SDK server", "bare", deployment=True),
     Target("gateway, every installed plugin", "gateway", deployment=True),
+)
+#: The deployment with the schema cache off: what a start costs that must generate every tool's
+#: schema (the first one after an install or upgrade, less writing the cache).
+GATEWAY_NO_CACHE = Target(
+    "gateway, every installed plugin, schema cache off",
+    "gateway-no-cache",
+    extra_env=(("MCP_GATEWAY_SCHEMA_CACHE", "0"),),
+    deployment=True,
 )
 #: The bare server started the way ``serve`` starts (the collector paused until it is built):
 #: what the gateway itself adds, like for like (informational).
@@ -211,6 +225,16 @@ def initialize_msg(req_id: int = 0) -> dict[str, Any]:
 
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def modern(req_id: int, method: str) -> dict[str, Any]:
+    """A request of the stateless protocol: version, client and capabilities in its ``_meta``."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "core-bench", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {"jsonrpc": "2.0", "id": req_id, "method": method, "params": {"_meta": meta}}
 
 
 def call_msg(req_id: int, tool: str, x: int) -> dict[str, Any]:

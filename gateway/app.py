@@ -92,10 +92,9 @@ class Gateway:
     def __init__(
         self,
         config: GatewayConfig,
-        sources: list[PluginSource] | Callable[[], list[PluginSource]],
+        sources: list[PluginSource],
         *,
         telemetry: TelemetryFactory | None = None,
-        defer_loading: bool = False,
     ) -> None:
         self.config = config
         self.started_at = time.time()
@@ -135,10 +134,8 @@ class Gateway:
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends, self.prompts
         )
-        self._sources = sources
-        self.loaded = False
-        if not defer_loading:
-            self.load()
+        builtin = object_sources({BUILTIN: _StatusPlugin(self)})
+        self.loader.load_all(sources, builtin=builtin)
         self.pipeline = build_pipeline(
             self.registry,
             self.policy,
@@ -151,17 +148,6 @@ class Gateway:
             telemetry=self.telemetry,
         )
         self._started = False
-
-    def load(self) -> None:
-        """Import the plugins and run their load-time hooks (once). The constructor does it
-        unless told to defer it (a stdio start that answers its first listing from the last
-        start's record, :mod:`gateway.startrecord`); until then no tool is served."""
-        if self.loaded:
-            return
-        self.loaded = True
-        sources = self._sources() if callable(self._sources) else self._sources
-        builtin = object_sources({BUILTIN: _StatusPlugin(self)})
-        self.loader.load_all(sources, builtin=builtin)
 
     def _configured_telemetry(self, sanitizer: Sanitizer) -> Telemetry:
         return build_telemetry(self.config.telemetry, sanitizer, self.config.env)
@@ -326,8 +312,6 @@ class Gateway:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the plugins' resources (loading them first if that was deferred)."""
-        self.load()
         if not self._started:
             self._started = True
             await self.loader.open_resources()
@@ -504,14 +488,10 @@ def build_gateway(
     objects: dict[str, object] | None = None,
     entry_points: bool = True,
     telemetry: TelemetryFactory | None = None,
-    defer_loading: bool = False,
 ) -> Gateway:
-    """Load the installed plugins (``entry_points``) and/or plugin ``objects`` by name;
-    ``defer_loading``: not before :meth:`Gateway.load` (or :meth:`Gateway.start`)."""
+    """Load the installed plugins (``entry_points``) and/or plugin ``objects`` by name."""
     config = config or load_config()
-
-    def sources() -> list[PluginSource]:
-        found = entry_point_sources() if entry_points else []
-        return found + object_sources(objects) if objects else found
-
-    return Gateway(config, sources, telemetry=telemetry, defer_loading=defer_loading)
+    sources = entry_point_sources() if entry_points else []
+    if objects:
+        sources = sources + object_sources(objects)
+    return Gateway(config, sources, telemetry=telemetry)

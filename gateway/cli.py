@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -29,7 +28,6 @@ from .config import (
 if TYPE_CHECKING:
     from .app import Gateway, HealthResult
     from .errors import Sanitizer
-    from .startrecord import StartRecord
     from .telemetry import Telemetry
 
 BUILTIN = "gateway"
@@ -321,7 +319,7 @@ def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
     check_providers(config, tools, dists)
 
 
-def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) -> Gateway:
+def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
     """The gateway, its tables checked (``ConfigError``). Only a gateway that runs calls
     (``serve``, ``call``) exports telemetry, as the process's providers: a plugin's own
     OpenTelemetry spans then join the gateway's traces."""
@@ -333,9 +331,8 @@ def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) 
             return OFF
         return build_telemetry(config.telemetry, sanitizer, config.env, install_global=True)
 
-    gateway = build_gateway(config, telemetry=telemetry, defer_loading=defer_loading)
-    if not defer_loading:  # deferred: the start record's inputs say it passed last time
-        _check_tables(gateway, config)
+    gateway = build_gateway(config, telemetry=telemetry)
+    _check_tables(gateway, config)
     return gateway
 
 
@@ -363,17 +360,10 @@ def _main(argv: list[str] | None) -> int:
     if args.command is None:  # `mcp-gateway` alone: what it can do
         parser.print_help()
         return 0
-    record = None
     try:
         _transport_options(args)
         config = load_config(args.config)
-        if args.command == "serve" and args.transport == "stdio":
-            from .startrecord import lookup
-
-            # The same configuration and installed plugins as a start that passed the checks.
-            record = lookup(config)
-        if record is None:
-            check_plugin_names(config, set(installed_plugins()), builtin=BUILTIN)
+        check_plugin_names(config, set(installed_plugins()), builtin=BUILTIN)
     except ConfigError as exc:
         return _config_error(exc)
     from .errors import Sanitizer
@@ -385,7 +375,7 @@ def _main(argv: list[str] | None) -> int:
         debug=config.debug,
     )
     if args.command == "serve":
-        return _serve(args, config, record)
+        return _serve(args, config)
 
     from .stdio import stdout_to_stderr
 
@@ -559,19 +549,17 @@ def _run_command(
     return 2  # pragma: no cover - argparse enforces the choices
 
 
-def _serve(args: argparse.Namespace, config: GatewayConfig, record: StartRecord | None) -> int:
+def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     from .lifecycle import SignalGuard
 
     # From here on only a real signal stops the process (not a plugin raising
     # KeyboardInterrupt or calling interrupt_main); see gateway.lifecycle.
     with SignalGuard() as guard, contextlib.suppress(KeyboardInterrupt):
-        return _serve_guarded(args, config, guard, record)
+        return _serve_guarded(args, config, guard)
     return 0
 
 
-def _serve_guarded(
-    args: argparse.Namespace, config: Any, guard: Any, record: StartRecord | None
-) -> int:
+def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
     from .startup import pause_collector, resume_collector
 
     pause_collector()  # until the server is built; the SDK's import is most of a start
@@ -583,29 +571,24 @@ def _serve_guarded(
         # Before any plugin is imported: from here on only the protocol reaches stdout.
         with protected_stdio() as wire:
             try:
-                # With a record the plugins load after the first listing (gateway.server).
-                gateway = _build(config, traced=True, defer_loading=record is not None)
+                gateway = _build(config, traced=True)
             except ConfigError as exc:
                 return _config_error(exc)
             # The SDK only once the start passed its checks: a refused start skips its import.
             from .server import run_stdio
 
             configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
-            if record is not None:
-                logging.getLogger("gateway.cli").debug(
-                    "answering the first listing from the last start's record; the plugins "
-                    "load after it"
-                )
             if interactive:  # started by hand: say that it runs, what is missing, how to stop
-                count = len(record.tools) if record else len(gateway.offered_tools())
-                missing = gateway.unoffered_summary() if gateway.loaded else ""
+                count = len(gateway.offered_tools())
+                missing = gateway.unoffered_summary()
                 sys.stderr.write(
                     f"mcp-gateway: serving {count} tool{'' if count == 1 else 's'} over stdio"
-                    f"{'; ' + missing if missing else ''}; Ctrl-C to stop\n"
+                    f"{'; ' + missing if missing else ''}; Ctrl-C to stop
+"
                 )
                 sys.stderr.flush()
             resume_collector()
-            run_stdio(gateway, wire, guard, record)
+            run_stdio(gateway, wire, guard)
         return 0
     from .auth.settings import is_loopback_host
 

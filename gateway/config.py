@@ -136,9 +136,8 @@ class GatewaySettings(BaseModel):
     )
     schema_cache: bool = Field(
         True,
-        description="Keep the tools' schemas, and what a stdio start offered, in the user's "
-        "cache directory and reuse them while the installed plugins and their settings are "
-        "unchanged (a faster start)",
+        description="Keep the tools' schemas in the user's cache directory, each under a "
+        "fingerprint of the model it was generated from (a faster start)",
     )
     debug: bool = Field(False, description="Full tracebacks in the stderr log")
     log_level: LogLevel = Field("INFO", description="Level of the stderr log")

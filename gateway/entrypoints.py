@@ -7,10 +7,10 @@ share one scan, and so do the many gateways one process may build (the test kit 
 per test). Nothing is imported here: a plugin's module is imported by ``load``.
 
 A scan is reused while the import path, the working directory (for relative entries) and
-the installed distributions are the ones it saw, by the fingerprint the start record and the
-schema cache key on: every ``*.dist-info`` folder with its modification time and its
-``entry_points.txt``'s size and time (~1 ms to take). Installing or removing a distribution
-changes it, however soon after a scan; so does rewriting its entry points in place.
+the installed distributions are the ones it saw: every ``*.dist-info`` folder with its
+modification time and its ``entry_points.txt``'s size and time (~1 ms to take). Installing or
+removing a distribution changes that, however soon after a scan; so does rewriting its entry
+points in place.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .hookspecs import ENTRY_POINT_GROUP
-from .startrecord import distributions
 
 
 @dataclass(frozen=True)
@@ -52,6 +51,30 @@ def installed_plugins(group: str = ENTRY_POINT_GROUP) -> tuple[InstalledPlugin, 
     found = tuple(sorted(_scan(group), key=lambda p: (p.name, p.distribution)))
     _SCANS[group] = (key, found)
     return found
+
+
+def distributions() -> list[tuple[str, int, tuple[int, int] | None]]:
+    """Every ``*.dist-info`` on ``sys.path`` with its folder's modification time and its
+    ``entry_points.txt``'s size and time (rewritten in place, it names other modules)."""
+    out = []
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                for d in it:
+                    if d.name.endswith(".dist-info"):
+                        points = _size_and_time(os.path.join(d.path, "entry_points.txt"))
+                        out.append((d.name, d.stat().st_mtime_ns, points))
+        except OSError:
+            continue
+    return sorted(out, key=lambda d: d[:2])
+
+
+def _size_and_time(file: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def _scan(group: str) -> list[InstalledPlugin]:

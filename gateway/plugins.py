@@ -23,7 +23,6 @@ from . import hookspecs
 from .config import (
     ConfigError,
     GatewayConfig,
-    field_env_names,
     same_distribution,
     secret_values,
 )
@@ -36,9 +35,8 @@ from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
-from .schemacache import SchemaCache, deferred_models, package_root
+from .schemacache import SchemaCache, cache_folder, deferred_models
 from .spec import HealthCheck, PluginContext, ToolSpec
-from .startrecord import cache_folder
 
 HOOK_NAMES = (
     "plugin_settings",
@@ -199,11 +197,7 @@ class PluginLoader:
         self.prompts = prompts or PromptRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
-        #: environment variables the loaded plugins' settings and backends read, and the
-        #: package folders of the plugins loaded from entry points (what a start record keys on)
-        self.consulted_env: set[str] = set()
-        self.package_roots: set[str] = set()
-        folder = cache_folder(config, "schemas")
+        folder = cache_folder(config)
         self.schema_cache = SchemaCache(folder) if folder is not None else None
 
     def _selected(self, name: str) -> str | None:
@@ -242,6 +236,8 @@ class PluginLoader:
                 self._load_one(src, selectable=True)
         self.refresh_withheld()
         self.refresh_offered()
+        if self.schema_cache is not None:
+            self.schema_cache.save()
 
     def _not_chosen(self, name: str, group: list[PluginSource]) -> list[tuple[PluginSource, str]]:
         """Entry points of one plugin name that are not loaded, and why: ``providers`` picks a
@@ -405,7 +401,6 @@ class PluginLoader:
         }
         checks = []
         for backend in backends.values():
-            self._consulted(backend.settings)
             settings = self.backends.declare(backend, plugin)
             self.sanitizer.add_secrets(settings.secret_values())
             checks.append(self.backends.health_check(backend))
@@ -417,10 +412,6 @@ class PluginLoader:
         """Import one plugin and run its load-time hooks; ``step`` is told what runs now.
         Runs on the calling thread under :func:`time_limit`, so blocking code is stopped."""
         step("import")
-        if src.module:
-            root = package_root(src.module)
-            if root is not None:
-                self.package_roots.add(str(root))
         cached = self.schema_cache is not None and bool(src.module)
         with deferred_models() if cached else contextlib.nullcontext():
             module = src.load()
@@ -445,11 +436,7 @@ class PluginLoader:
         step("register_tools")
         specs: list[ToolSpec] = []
         call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
-        schemas = (
-            self.schema_cache.plugin(src.name, src.module, settings)
-            if self.schema_cache is not None and src.module
-            else None
-        )
+        schemas = self.schema_cache if src.module else None
         tools: list[RegisteredTool] = [build_tool(s, ctx, schemas) for s in specs]
         step("register_prompts")
         prompt_specs: list[object] = []
@@ -480,8 +467,6 @@ class PluginLoader:
         rec.tools = [t.name for t in tools]
         rec.prompts = [p.name for p in prompts]
         rec.checks = [c.name for c in checks]
-        if schemas is not None:
-            schemas.save()
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.
@@ -501,11 +486,7 @@ class PluginLoader:
             return None
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise _PluginInvalid("plugin_settings must return a pydantic BaseModel subclass")
-        self._consulted(model)
         return self.config.plugin_settings(model, name)
-
-    def _consulted(self, model: type[BaseModel]) -> None:
-        self.consulted_env.update(n for names in field_env_names(model).values() for n in names)
 
     async def open_resources(self) -> None:
         """Run ``open_resources`` per loaded plugin under a timeout; failures skip the plugin."""

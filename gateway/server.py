@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,14 +11,12 @@ import mcp_types as t
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
-from pydantic import BaseModel
 
-from . import __version__, startrecord
+from . import __version__
 from .app import CallResult, Gateway, OfferedTool, RegisteredPrompt
 from .auth.identity import Identity, current_caller
 from .errors import ErrorCode, GatewayError, encodable
 from .lifecycle import SignalGuard, plugin_fault, run
-from .startrecord import Inputs, StartRecord
 from .stdio import Wire, json_rpc_streams
 from .telemetry.middleware import instrument_server
 
@@ -58,115 +56,8 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
     )
 
 
-def published(result: BaseModel) -> dict[str, Any]:
-    """A result as the SDK sends it."""
-    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-def start_record(gateway: Gateway) -> StartRecord:
-    """What ``gateway`` (started) offers, as a start record (:mod:`gateway.startrecord`)."""
-    return StartRecord(
-        tools=[published(mcp_tool(x)) for x in gateway.offered_tools()],
-        prompts=[published(mcp_prompt(p)) for p in gateway.offered_prompts()],
-        instructions=gateway.instructions(),
-        served_tools=sorted(t.name for t in gateway.tools()),
-        served_prompts=sorted(p.name for p in gateway.prompts.all()),
-        inputs=Inputs(
-            roots=sorted(gateway.loader.package_roots),
-            env_names=sorted(gateway.loader.consulted_env),
-        ),
-    )
-
-
-#: Seconds a start answered from its record waits, after its first answer (the handshake's),
-#: for the client's first listing before it loads the plugins anyway; a call or a prompt
-#: asked for loads them at once. Clients list right after connecting (Claude Code within
-#: milliseconds).
-LISTING_WAIT = 1.0
-
-
-class HeadStart:
-    """A stdio start that answers from the last start's record while the plugins load.
-
-    The plugins are loaded (on the event loop: their hooks run under the loader's time
-    limits) once the first ``tools/list`` answered from the record has been written, or when
-    a request needs them, or :data:`LISTING_WAIT` after the first answer. Afterwards the listing is compared
-    with the record: if it differs, the record is replaced and the client told."""
-
-    def __init__(self, gateway: Gateway, record: StartRecord | None) -> None:
-        import anyio
-
-        self.gateway = gateway
-        self.record = record  # None once the plugins are loaded
-        self.go = anyio.Event()
-        self.answered = anyio.Event()
-        self.ready = anyio.Event()
-        #: the ids of the listings answered from the record
-        self.listings: set[Any] = set()
-        self.session: Any = None
-        if record is None:
-            self.ready.set()
-
-    def wrote(self, message: t.JSONRPCMessage) -> None:
-        """A message went out: once it is the answer to a listing, the plugins may load."""
-        if isinstance(message, t.JSONRPCResponse | t.JSONRPCError):
-            self.answered.set()
-            if message.id in self.listings:
-                self.go.set()
-
-    async def loaded(self) -> None:
-        if not self.ready.is_set():
-            self.go.set()
-            await self.ready.wait()
-
-    def remember(self) -> None:
-        """Record what the started gateway offers, for the next start (which only loses its
-        head start if that fails)."""
-        try:
-            startrecord.save(self.gateway.config, start_record(self.gateway))
-        except Exception as exc:
-            log.warning("start record not kept: %s", type(exc).__name__)
-
-    async def complete(self, changed: Callable[[], None]) -> None:
-        """Load and start the plugins when the time comes; then check the record."""
-        import anyio
-
-        assert self.record is not None
-        async with anyio.create_task_group() as tg:
-
-            async def after_first_answer() -> None:
-                await self.answered.wait()
-                with anyio.move_on_after(LISTING_WAIT):
-                    await self.go.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(after_first_answer)
-            await self.go.wait()
-            tg.cancel_scope.cancel()
-        try:
-            await self.gateway.start()
-            fresh = start_record(self.gateway)
-            if fresh != self.record:
-                startrecord.save(self.gateway.config, fresh)
-            if not fresh.same_listing(self.record):
-                log.warning("the plugins offer other tools than the last start's record said")
-                self.record = None
-                changed()
-                if self.session is not None:
-                    await self.session.send_tool_list_changed()
-                    await self.session.send_prompt_list_changed()
-        except Exception as exc:  # the plugins' own faults are the loader's; this is ours
-            log.error("loading after the first listing failed: %s", type(exc).__name__)
-        finally:
-            self.record = None
-            self.ready.set()
-
-
-def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[Any]:
-    """The MCP server over ``gateway``. With ``head`` (stdio) the start is remembered for the
-    next one, and with a record in it the gateway's plugins are loaded only after the first
-    listing, answered from the record."""
-    record = head.record if head is not None else None
+def build_server(gateway: Gateway) -> Server[Any]:
+    """The MCP server over ``gateway`` (loaded: what it lists is what its plugins publish)."""
     # The visible tool list is fixed once plugin resources are open (a plugin whose
     # open_resources fails is withdrawn then): compute it once, on first use.
     cache: dict[str, Any] = {}
@@ -194,14 +85,7 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
             found = scoped[caller.scopes] = t.ListToolsResult(tools=tools)
         return found
 
-    def early() -> StartRecord | None:
-        """The record answering for the plugins while they load, else ``None``."""
-        return head.record if head is not None else None
-
     def input_schema(name: str) -> dict[str, Any] | None:
-        if (rec := early()) is not None:
-            tool = rec.tool(name)
-            return tool.get("inputSchema") if tool is not None else None
         offered = gateway.offered_tool(name)
         return offered.input_schema if offered is not None else None
 
@@ -210,18 +94,8 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
         import anyio
 
         try:
-            if head is None or head.record is None:
-                await gateway.start()
-                if head is not None:
-                    head.remember()
-                yield {}
-                return
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(head.complete, cache.clear)
-                try:
-                    yield {}
-                finally:
-                    tg.cancel_scope.cancel()
+            await gateway.start()
+            yield {}
         finally:
             # Also when the server is being cancelled (a stop signal): each plugin's
             # close_resources is bounded by resource_timeout.
@@ -231,13 +105,6 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListToolsResult:
-        if head is not None:
-            head.session = ctx.session
-            if (rec := early()) is not None:
-                head.listings.add(ctx.request_id)
-                if "early tools" not in cache:
-                    cache["early tools"] = t.ListToolsResult.model_validate({"tools": rec.tools})
-                return cache["early tools"]  # type: ignore[no-any-return]
         return listed_for(current_caller())
 
     async def on_call_tool(
@@ -246,23 +113,17 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
         async def progress(p: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(p, total, message)
 
-        if head is not None:
-            await head.loaded()
         result = await gateway.call(params.name, params.arguments, progress=progress)
         return to_call_tool_result(result)
 
     async def on_list_prompts(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListPromptsResult:
-        if (rec := early()) is not None:
-            return t.ListPromptsResult.model_validate({"prompts": rec.prompts})
         return t.ListPromptsResult(prompts=[mcp_prompt(p) for p in gateway.offered_prompts()])
 
     async def on_get_prompt(
         ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams
     ) -> t.GetPromptResult:
-        if head is not None:
-            await head.loaded()
         try:
             info = getattr(ctx.session.client_params, "client_info", None)
             client = getattr(info, "name", None)
@@ -291,7 +152,7 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
     server: Server[Any] = Server(
         gateway.config.server_name,
         version=__version__,
-        instructions=record.instructions if record is not None else gateway.instructions(),
+        instructions=gateway.instructions(),
         lifespan=lifespan,
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
@@ -300,45 +161,31 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
         on_get_prompt=on_get_prompt,
     )
 
-    def serves_tool(name: str) -> bool:
-        rec = early()
-        return name in rec.served_tools if rec is not None else gateway.serves_tool(name)
-
-    def serves_prompt(name: str) -> bool:
-        rec = early()
-        return name in rec.served_prompts if rec is not None else gateway.serves_prompt(name)
-
     # The gateway's span per request in place of the SDK's (which is removed when off).
-    instrument_server(server, gateway.telemetry, serves_tool, serves_prompt)
+    instrument_server(server, gateway.telemetry, gateway.serves_tool, gateway.serves_prompt)
     return server
 
 
 def initialization_options(server: Server[Any]) -> Any:
-    # Lists change only after a start answered from a record that proved stale.
-    return server.create_initialization_options(
-        NotificationOptions(tools_changed=True, prompts_changed=True)
-    )
+    # What a session lists is fixed once the plugins' resources are open, before it is served.
+    return server.create_initialization_options(NotificationOptions(tools_changed=False))
 
 
-async def serve_stdio(gateway: Gateway, wire: Wire, record: StartRecord | None = None) -> None:
+async def serve_stdio(gateway: Gateway, wire: Wire) -> None:
     """Serve over the real stdin/stdout taken by :func:`gateway.stdio.protected_stdio` before
-    the plugins were imported (fd 1 already points at stderr). With ``record`` the plugins
-    are loaded after the first listing (``gateway`` built with ``defer_loading``)."""
-    head = HeadStart(gateway, record)
-    server = build_server(gateway, head=head)
-    async with json_rpc_streams(wire, wrote=head.wrote) as (read, write):
+    the plugins were imported (fd 1 already points at stderr)."""
+    server = build_server(gateway)
+    async with json_rpc_streams(wire) as (read, write):
         await server.run(read, write, initialization_options(server))
 
 
-def run_stdio(
-    gateway: Gateway, wire: Wire, guard: SignalGuard, record: StartRecord | None = None
-) -> None:
+def run_stdio(gateway: Gateway, wire: Wire, guard: SignalGuard) -> None:
     """Serve until stdin closes or a real stop signal arrives; either way the plugins'
     resources are closed before this returns."""
     import anyio
 
     async def main() -> None:
         with anyio.CancelScope() as scope, guard.serving(scope.cancel):
-            await serve_stdio(gateway, wire, record)
+            await serve_stdio(gateway, wire)
 
     run(main, guard)

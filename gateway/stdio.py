@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import CancelledError as ConcurrentCancelled
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -180,7 +180,7 @@ def _encode(message: t.JSONRPCMessage) -> bytes:
 
 @contextlib.asynccontextmanager
 async def json_rpc_streams(
-    wire: Wire, *, wrote: Callable[[t.JSONRPCMessage], None] | None = None
+    wire: Wire,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -190,8 +190,7 @@ async def json_rpc_streams(
     """The SDK's ``stdio_server``, over the wire :func:`protected_stdio` took, with two
     differences: a line that is not a JSON-RPC message is answered (``-32700`` or ``-32600``,
     as JSON-RPC requires) instead of being dropped in silence, and a message that cannot be
-    encoded is sent with its lone surrogates replaced instead of ending the server.
-    ``wrote`` is called with each message once it has been written."""
+    encoded is sent with its lone surrogates replaced instead of ending the server."""
     import anyio
     import anyio.to_thread
     import mcp_types as t
@@ -225,8 +224,6 @@ async def json_rpc_streams(
                 await anyio.to_thread.run_sync(
                     put, _encode(session_message.message), abandon_on_cancel=True
                 )
-                if wrote is not None:
-                    wrote(session_message.message)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)

@@ -212,8 +212,8 @@ def pasted_project(
 ) -> Project:
     """A project with ``.mcp.json`` and ``.claude/settings.json`` exactly as printed by
     ``claude-config``, run with only the orchestrator URL (and ``env``) exported. The gateways
-    Claude Code starts keep their caches (schemas, start records) in the suite's one, as a
-    user's gateways share the user's: only the first start is a cold one."""
+    Claude Code starts keep their schema cache in the suite's one, as a user's gateways share
+    the user's."""
     project = Project(root, claude, model.url, {"XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]})
     exported = {"COCKPIT_API_URL": orchestrator.url, **env}
     for flag, target in (("--mcp-json", ".mcp.json"), ("--settings", ".claude/settings.json")):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,9 @@ async def test_a_handler_that_blocks_the_loop_is_flagged_with_its_line(installed
         await assert_plugin_conforms("blocking", cwd=tmp_path)
     message = str(info.value)
     assert 'tool \'blocking_read\' called with {"job_id": "' in message  # a guessed UUID
-    assert "blocked the event loop for 1.5 s (more than 1 s)" in message
+    # At least the 1.5 s the handler sleeps; a busy machine adds to it.
+    blocked = re.search(r"blocked the event loop for (\d+\.\d) s \(more than 1 s\)", message)
+    assert blocked is not None and float(blocked[1]) >= 1.5, message
     line = textwrap.dedent(BLOCKING).splitlines().index("    time.sleep(1.5)") + 1
     assert f"site/gwfx_blocking.py:{line} in slow_query" in message  # the blocking line
     assert "ctx.run_sync" in message
