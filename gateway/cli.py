@@ -583,8 +583,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                 missing = gateway.unoffered_summary()
                 sys.stderr.write(
                     f"mcp-gateway: serving {count} tool{'' if count == 1 else 's'} over stdio"
-                    f"{'; ' + missing if missing else ''}; Ctrl-C to stop
-"
+                    f"{'; ' + missing if missing else ''}; Ctrl-C to stop\n"
                 )
                 sys.stderr.flush()
             resume_collector()
