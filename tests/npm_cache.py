@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -39,10 +39,10 @@ def cache_dir(name: str) -> Path:
 
 @contextlib.contextmanager
 def npm_package(
-    folder: Path, spec: str, probe: Path, *, skip_unreachable: bool = False
+    folder: Path, spec: str | Sequence[str], probe: Path, *, skip_unreachable: bool = False
 ) -> Iterator[str | None]:
-    """``spec`` installed into ``folder`` unless ``probe`` exists from an install younger than a
-    week, and left as it is until the block ends. Yields why it cannot be used (node or npm
+    """``spec`` (one package, or several installed together) installed into ``folder`` unless
+    ``probe`` exists from an install younger than a week, and left as it is until the block ends. Yields why it cannot be used (node or npm
     missing), ``None`` when it can; a failed install with no earlier copy fails the test, or,
     with ``skip_unreachable``, is yielded as the reason (for packages a test only measures
     with, where no registry means nothing to measure, not a broken test)."""
@@ -90,12 +90,14 @@ def _one_line(failure: str) -> str:
     return f"{head.rstrip(':')} ({first})" if first else head.rstrip(":")
 
 
-def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
+def _install(npm: str, folder: Path, spec: str | Sequence[str], probe: Path) -> str | None:
     """Why the install left no usable copy, ``None`` when there is one."""
     (folder / "package.json").write_text('{"private": true}\n')
+    specs = [spec] if isinstance(spec, str) else list(spec)
+    spec = " ".join(specs)
     try:
         proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", spec],
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", *specs],
             cwd=folder,
             capture_output=True,
             text=True,
