@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import hookspecs
 from .config import (
+    ConfigError,
     GatewayConfig,
     build_settings,
     field_env_names,
@@ -38,7 +39,7 @@ from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
 from .schemacache import SchemaCache, deferred_models, package_root
-from .spec import HealthCheck, PluginContext, ToolSpec
+from .spec import HealthCheck, PluginContext, ServerSpec, ToolSpec
 from .startrecord import cache_folder
 
 HOOK_NAMES = (
@@ -46,6 +47,7 @@ HOOK_NAMES = (
     "register_tools",
     "register_prompts",
     "register_health_checks",
+    "register_servers",
     "open_resources",
     "close_resources",
 )
@@ -96,6 +98,19 @@ class PluginRecord:
     withheld: dict[str, str] = field(default_factory=dict)
     #: tools of this plugin not offered because their backend is not configured, and why
     not_offered: dict[str, str] = field(default_factory=dict)
+    #: the MCP servers this plugin mounts (``register_servers``)
+    servers: list[ServerSpec] = field(default_factory=list)
+    #: tools the source itself keeps back (a mounted server's definition that changed since
+    #: it was approved), and why: reported with the withheld ones
+    held: dict[str, str] = field(default_factory=dict)
+    #: what the operator should know that keeps nothing from serving (a description Claude
+    #: Code will cut)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """What messages call it: ``plugin queue`` (a mounted server: ``MCP server fs``)."""
+        return f"plugin {self.name}"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -109,6 +124,8 @@ class PluginRecord:
         }
         if self.withheld:
             out["withheld_tools"] = dict(self.withheld)
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.not_offered:
             reasons = list(self.not_offered.values())
             out["not_offered"] = [
@@ -321,10 +338,12 @@ class PluginLoader:
         """Record, per loaded plugin, the tools a name collision keeps from serving."""
         for rec in self.records:
             rec.withheld = (
-                self.registry.withheld(rec.name) if rec.state is PluginState.LOADED else {}
+                {**self.registry.withheld(rec.name), **rec.held}
+                if rec.state is PluginState.LOADED
+                else {}
             )
             for tool, why in rec.withheld.items():
-                log.error("plugin %s: tool %s withheld: %s", rec.name, tool, why)
+                log.error("%s: tool %s withheld: %s", rec.label, tool, why)
 
     def refresh_offered(self) -> None:
         """Record, per loaded plugin, the tools whose backend is not configured: they are not
@@ -347,7 +366,7 @@ class PluginLoader:
                 if reason:
                     rec.not_offered[name] = self.sanitizer(reason)
 
-    def _fail(self, rec: PluginRecord, reason: str) -> None:
+    def _fail(self, rec: PluginRecord, reason: str, *, logged: bool = True) -> None:
         rec.state = PluginState.FAILED
         rec.reason = self.sanitizer(reason)
         rec.tools, rec.checks, rec.prompts = [], [], []
@@ -358,7 +377,8 @@ class PluginLoader:
         self.backends.remove_plugin(rec.name)
         if rec.module is not None and self.pm.is_registered(rec.module):
             self.pm.unregister(rec.module)
-        log.error("plugin %s %s skipped: %s", rec.name, rec.version, rec.reason)
+        if logged:
+            log.error("plugin %s %s skipped: %s", rec.name, rec.version, rec.reason)
 
     def _load_one(self, src: PluginSource, *, selectable: bool) -> None:
         rec = PluginRecord(src.name, src.version, PluginState.LOADED, source=src.origin)
@@ -384,6 +404,9 @@ class PluginLoader:
             self._fail(rec, f"invalid tool declaration: {exc}")
         except BackendConflict as exc:
             self._fail(rec, str(exc))
+        except ConfigError as exc:
+            # The command stops on it (exit 2) with this one line; the log says nothing twice.
+            self._fail(rec, str(exc), logged=False)
         except _PluginInvalid as exc:
             self._fail(rec, str(exc))
         except BaseException as exc:
@@ -469,6 +492,14 @@ class PluginLoader:
         step("register_health_checks")
         checks: list[HealthCheck] = []
         call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
+        step("register_servers")
+        servers: list[object] = []
+        call_hook(self.pm, "register_servers", module, register=servers.append, plugin=ctx)
+        for server in servers:
+            if not isinstance(server, ServerSpec):
+                raise _PluginInvalid(
+                    f"register_servers: register() takes a ServerSpec, got {type(server).__name__}"
+                )
         step("backend settings")
         checks += self._declare_backends(src.name, tools)
         for t in tools:
@@ -488,6 +519,7 @@ class PluginLoader:
         rec.tools = [t.name for t in tools]
         rec.prompts = [p.name for p in prompts]
         rec.checks = [c.name for c in checks]
+        rec.servers = [s for s in servers if isinstance(s, ServerSpec)]
         if schemas is not None:
             schemas.save()
 
