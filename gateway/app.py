@@ -22,6 +22,7 @@ from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
+from .mounts import Mounts
 from .pipeline import CallResult, build_pipeline
 from .plugins import (
     PluginLoader,
@@ -135,6 +136,8 @@ class Gateway:
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends, self.prompts
         )
+        #: the MCP servers plugins mount (``register_servers``), reported among the plugins
+        self.mounts = Mounts(config, self.registry, self.health, self.sanitizer, self.loader)
         self._sources = sources
         self.loaded = False
         if not defer_loading:
@@ -162,6 +165,8 @@ class Gateway:
         sources = self._sources() if callable(self._sources) else self._sources
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
+        loaded = [p for p in self.loader.records if p.state is PluginState.LOADED]
+        self.mounts.add((p.name, server) for p in loaded for server in p.servers)
 
     def _configured_telemetry(self, sanitizer: Sanitizer) -> Telemetry:
         return build_telemetry(self.config.telemetry, sanitizer, self.config.env)
@@ -198,6 +203,21 @@ class Gateway:
     def offered_tools(self) -> list[OfferedTool]:
         """The tools a client is offered, in their published form."""
         return [self._offered(t) for t in self.visible_tools()]
+
+    def described_tools(self) -> list[OfferedTool]:
+        """The offered tools, and the approved tools of mounted servers that have not listed
+        theirs yet (from their recorded definitions; nothing is started): what
+        ``claude-config`` and ``mcp-gateway tools`` describe."""
+        offered = self.offered_tools()
+        names = {t.name for t in offered}
+        pinned = [t for t in self.mounts.pinned_tools() if t.name not in names]
+        return offered + [self._offered(t) for t in pinned if self.policy.visible(t)]
+
+    async def settled(self) -> None:
+        """Return once no mounted server holds a listing any more: at once, unless servers
+        are still starting (bounded by their ``list_wait``, see :mod:`gateway.mounts`)."""
+        if self.mounts:
+            await self.mounts.settled()
 
     def offered_tool(self, name: str) -> OfferedTool | None:
         tool = self.registry.get(name)
@@ -286,11 +306,13 @@ class Gateway:
         if not self._started:
             self._started = True
             await self.loader.open_resources()
+            await self.mounts.start()
 
     async def stop(self) -> None:
         if self._started:
             self._started = False
             try:
+                await self.mounts.stop()
                 await self.loader.close_resources()
             finally:
                 try:
@@ -318,6 +340,8 @@ class Gateway:
         progress: ProgressFn | None = None,
     ) -> CallResult:
         """One ``tools/call`` through the pipeline (DESIGN.md, steps 1-7)."""
+        if self.mounts and self.registry.get(name) is None:
+            await self.settled()  # a mounted server's tool, called before the server answered
         return await self.pipeline.call(name, arguments, progress=progress)
 
     async def call_with_handler(self, name: str, handler: ToolHandler[Any]) -> CallResult:
@@ -375,15 +399,16 @@ class Gateway:
         ]
         problems = (
             [
-                f"plugin {p.name}: {p.state.value}: {p.reason}"
+                f"{p.label}: {p.state.value}: {p.reason}"
                 for p in self.plugins
                 if p.state is PluginState.FAILED
             ]
             + [
-                f"plugin {p.name}: tool {tool} withheld: {why}"
+                f"{p.label}: tool {tool} withheld: {why}"
                 for p in self.plugins
                 for tool, why in p.withheld.items()
             ]
+            + [f"{p.label}: {note}" for p in self.plugins for note in p.notes]
             + [
                 f"plugin {p['name']}: {len(g['tools'])} tool(s) not offered: {g['reason']}"
                 for p in plugins

@@ -199,7 +199,7 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
     }
     plugins = plugin_env(gateway)
     env = dict(sorted({**env, **plugins.env}.items()))
-    tools = gateway.offered_tools()
+    tools = gateway.described_tools()
     allow = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.READ)
     ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
     confirmed = sorted(t.name for t in tools if t.person_must_approve)
@@ -249,7 +249,7 @@ def tool_sizes(gateway: Gateway) -> dict[str, Any]:
     ``{"name", "description", "inputSchema"}`` (Claude Code sends the model nothing else of a
     tool), and a token estimate; largest first, with the total."""
     rows: list[dict[str, Any]] = []
-    for tool in gateway.offered_tools():
+    for tool in gateway.described_tools():
         size = context_bytes(tool)
         rows.append(
             {

@@ -20,6 +20,7 @@ from .config import (
     check_auth_names,
     check_plugin_names,
     check_plugin_tables,
+    check_servers_plugin,
     label,
     load_config,
 )
@@ -103,6 +104,20 @@ def _parser() -> argparse.ArgumentParser:
                 help="bytes and estimated tokens each tool costs the model on every turn",
             )
 
+    sv = sub.add_parser(
+        "servers", parents=[common], help="the MCP servers mounted behind the gateway"
+    )
+    sv_sub = sv.add_subparsers(dest="servers_command", required=True)
+    approve = sv_sub.add_parser(
+        "approve",
+        parents=[common],
+        help="start the servers (or those named), list their tools and record those "
+        "definitions as the approved ones; print what changed",
+    )
+    approve.add_argument(
+        "names", nargs="*", metavar="NAME", help="servers to approve (default: all)"
+    )
+
     c = sub.add_parser(
         "call", parents=[common], help="call one tool through the same pipeline; print its JSON"
     )
@@ -173,10 +188,15 @@ def _check_tables(gateway: Any, config: GatewayConfig) -> None:
     """After loading: a ``[plugins.<name>]`` must name an installed plugin or a table that a
     loaded plugin (or its REST backend) read."""
     installed = set(installed_plugins())
+    check_servers_plugin(config, gateway.plugin("servers"), installed)
     check_plugin_tables(config, installed | config.consulted_tables)
     whole = all(p.state.value == "loaded" for p in gateway.plugins)
-    tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)} if whole else None
-    check_auth_names(config, {*installed, BUILTIN}, tools)
+    # A mounted server's tools are known once it runs: none of its names is refused here.
+    servers = set(gateway.mounts.records)
+    tools = {t for p in gateway.plugins for t in (*p.tools, *p.withheld)}
+    check_auth_names(
+        config, {*installed, BUILTIN, *servers}, tools if whole and not servers else None
+    )
 
 
 def _build(config: GatewayConfig, *, traced: bool, defer_loading: bool = False) -> Gateway:
@@ -279,7 +299,7 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
     if args.command == "tools":
         tools = [
             {"name": t.name, "plugin": t.plugin, "tier": t.tier.value, "title": t.title}
-            for t in gateway.offered_tools()
+            for t in gateway.described_tools()
         ]
         if args.json:
             emit(_json(tools))
@@ -357,6 +377,15 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
         result = anyio.run(run_call)
         emit(_json(result.payload))
         return 1 if result.is_error else 0
+
+    if args.command == "servers":
+        try:
+            code, lines = anyio.run(gateway.mounts.approve, list(args.names))
+        except ConfigError as exc:
+            return _config_error(exc)
+        for line in lines:
+            emit(line)
+        return code
 
     if args.command == "claude-config":
         from .claude import claude_config

@@ -11,6 +11,7 @@ import mcp_types as t
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from . import __version__, startrecord
@@ -50,7 +51,10 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
     """Success: the complete JSON in ``structuredContent`` (all Claude Code shows the model) and
     the same JSON as text. Error: the error JSON as text only. Strict clients (the TypeScript
     SDK 1.x, so Claude Code and the Inspector) check any ``structuredContent`` against the
-    tool's *success* ``outputSchema``, error or not, and would replace our error by their own."""
+    tool's *success* ``outputSchema``, error or not, and would replace our error by their own.
+    A mounted server's result goes as that server sent it (:attr:`CallResult.mcp`)."""
+    if result.mcp is not None:
+        return t.CallToolResult.model_validate(result.mcp, by_name=False)
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=result.text())],
         structured_content=None if result.is_error else result.payload,
@@ -177,6 +181,22 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
         return cache["tools"]  # type: ignore[no-any-return]
 
     scoped: dict[frozenset[str], t.ListToolsResult] = {}
+    #: the stdio session (one per process), told when mounted servers' tools change
+    stdio: list[Any] = []
+
+    async def tools_changed() -> None:
+        cache.pop("tools", None)
+        scoped.clear()
+        if stdio and stdio[0][1] in HANDSHAKE_PROTOCOL_VERSIONS:
+            # 2025 sessions are told on their connection; 2026-07-28 has no such notification
+            # outside subscriptions/listen, and HTTP requests are each their own session.
+            await stdio[0][0].send_tool_list_changed()
+
+    gateway.mounts.subscribe(tools_changed)
+
+    def remember(ctx: ServerRequestContext[Any]) -> None:
+        if head is not None and not stdio:
+            stdio.append((ctx.session, ctx.protocol_version))
 
     def listed_for(caller: Identity) -> t.ListToolsResult:
         """What this caller may use: an unlimited caller (stdio, the static token) gets the
@@ -238,6 +258,8 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
                 if "early tools" not in cache:
                     cache["early tools"] = t.ListToolsResult.model_validate({"tools": rec.tools})
                 return cache["early tools"]  # type: ignore[no-any-return]
+            remember(ctx)
+        await gateway.settled()
         return listed_for(current_caller())
 
     async def on_call_tool(
@@ -248,6 +270,7 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
 
         if head is not None:
             await head.loaded()
+            remember(ctx)
         result = await gateway.call(params.name, params.arguments, progress=progress)
         return to_call_tool_result(result)
 
@@ -314,7 +337,8 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
 
 
 def initialization_options(server: Server[Any]) -> Any:
-    # Lists change only after a start answered from a record that proved stale.
+    # Lists change after a start answered from a record that proved stale, and when mounted
+    # MCP servers list their tools (or list others).
     return server.create_initialization_options(
         NotificationOptions(tools_changed=True, prompts_changed=True)
     )
