@@ -22,7 +22,7 @@ once the gateway starts. Each time it lists its tools they are screened here:
 
 The first ``tools/list`` of a client waits for servers still starting (:meth:`Mounts.settled`):
 at most each server's ``list_wait`` from the gateway's start, and, once most servers have
-answered, only a little longer (15 %) than they took: one much slower than its peers does not
+answered, only a little longer (10 %) than they took: one much slower than its peers does not
 hold the others' listing. When tools appear, change or go, the gateway's clients are told
 (:meth:`Mounts.subscribe`).
 """
@@ -77,8 +77,8 @@ PINNED = ("name", "description", "inputSchema", "annotations")
 MAX_PIN_FILE = 4 * 1024 * 1024
 #: Once most servers answered, the first listing waits for the others this much longer than
 #: the last answer took, plus STRAGGLER_SLACK seconds.
-STRAGGLER_FACTOR = 1.15
-STRAGGLER_SLACK = 0.1
+STRAGGLER_FACTOR = 1.1
+STRAGGLER_SLACK = 0.05
 
 
 def mutation_paragraph(destructive: bool) -> str:

@@ -54,6 +54,8 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
     tool's *success* ``outputSchema``, error or not, and would replace our error by their own.
     A mounted server's result goes as that server sent it (:attr:`CallResult.mcp`)."""
     if result.mcp is not None:
+        # The model, not the JSON: it fills what the client's protocol revision requires and a
+        # server of another revision did not send (2026-07-28's resultType).
         return t.CallToolResult.model_validate(result.mcp, by_name=False)
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=result.text())],
