@@ -164,7 +164,8 @@ def _reason(record: dict[str, Any]) -> str:
         return str(record["reason"] or "")
     parts = [f"{len(g['tools'])} tool(s) not offered: {g['reason']}" for g in unoffered]
     if withheld:
-        parts.append("tools withheld (name taken by another plugin): " + ", ".join(withheld))
+        # Why each is (a name two plugins claim, a changed definition) is in the JSON.
+        parts.append("tools withheld: " + ", ".join(withheld) + " (plugins --json says why)")
     return "; ".join(parts)
 
 

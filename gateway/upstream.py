@@ -351,7 +351,11 @@ class Upstream:
             self.restarts += 1
             self.retry_at = time.monotonic() + delay
             log.warning(
-                "server %s is down (%s); starting it again in %g s", self.name, self.reason, delay
+                "server %s is down (%s); %s again in %g s",
+                self.name,
+                self.reason,
+                "starting it" if self.spec.command is not None else "connecting",
+                delay,
             )
             await anyio.sleep(delay)
             self.retry_at = None
@@ -359,6 +363,8 @@ class Upstream:
             self.state = State.STARTING
 
     def _why(self, exc: BaseException) -> str:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]  # a task group's: what went wrong in it
         if isinstance(exc, FileNotFoundError):
             return f"command {self.spec.command!r} not found"
         if isinstance(exc, PermissionError):
@@ -505,12 +511,16 @@ class Upstream:
 
     def unavailable(self) -> GatewayError:
         """``BACKEND_UNAVAILABLE`` naming the server and what happens next."""
-        state = f"is not running ({self.reason})" if self.reason else "is not running"
+        stdio = self.spec.command is not None
+        down = "is not running" if stdio else "is not connected"
+        state = f"{down} ({self.reason})" if self.reason else down
         if self.state is State.STARTING:
-            state = "is starting" if self.restarts == 0 else f"is starting again ({self.reason})"
+            starting = "is starting" if stdio else "is being connected"
+            state = starting if self.restarts == 0 else f"{starting} again ({self.reason})"
         wait = ""
         if self.retry_at is not None:
-            wait = f"; it is started again in {max(1, round(self.retry_at - time.monotonic()))} s"
+            again = "started" if stdio else "connected"
+            wait = f"; it is {again} again in {max(1, round(self.retry_at - time.monotonic()))} s"
         return GatewayError(
             ErrorCode.BACKEND_UNAVAILABLE,
             f"MCP server {self.name!r} {state}{wait}: retry in a few seconds, or see "
@@ -577,9 +587,10 @@ class Upstream:
 
         if exc.error.code == t.CONNECTION_CLOSED:
             self._broken.set()
+            again = "started" if self.spec.command is not None else "connected"
             return GatewayError(
                 ErrorCode.BACKEND_UNAVAILABLE,
-                f"MCP server {self.name!r} went away during the call; it is started again: "
+                f"MCP server {self.name!r} went away during the call; it is {again} again: "
                 "retry in a few seconds",
                 backend_down=True,
             )

@@ -619,7 +619,9 @@ async def test_a_name_two_servers_offer_is_withheld_from_both_unless_prefixed_or
         clash = await gw.call("echo", {})
         withheld = next(p for p in gw.plugins if p.name == "a").withheld
     assert clash.code == ErrorCode.NOT_FOUND
-    assert "'a' and 'b' both provide tool 'echo'" in clash.payload["error"]["message"]
+    message = clash.payload["error"]["message"]
+    # Named in the order the servers answered, which varies.
+    assert "'a' and 'b' both provide" in message or "'b' and 'a' both provide" in message
     assert "echo" in withheld
 
     prefixed = mounting(
@@ -797,3 +799,38 @@ def test_servers_approve_and_claude_config_through_the_cli(tmp_path, upstreams):
     assert {t["name"]: t["tier"] for t in json.loads(listed.stdout)}["sleep"] == "mutation"
     # Both from the approved definitions: no server was started for them.
     assert len(upstreams.journal()) == started
+
+
+@pytest.mark.e2e
+async def test_a_call_the_client_cancels_is_cancelled_upstream(tmp_path, upstreams):
+    from conftest import gateway_env
+    from mcp import Client, StdioServerParameters
+
+    config = write_config(tmp_path, {"up": upstreams.table()})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway.cli", "--config", str(config), "serve"],
+        env=gateway_env(
+            MCP_GATEWAY_PLUGINS="servers", MCP_GATEWAY_AUDIT_LOG=str(tmp_path / "audit.jsonl")
+        ),
+        cwd=str(tmp_path),
+    )
+    async with Client(params, mode="legacy") as client:
+        with anyio.move_on_after(1.5):
+            await client.call_tool("sleep", {"seconds": 60})
+        with anyio.fail_after(20):
+            while not any(
+                m.get("method") == "notifications/cancelled" for m in upstreams.journal()
+            ):
+                await anyio.sleep(0.05)
+        after = await client.call_tool("echo", {"still": "serving"})
+    journal = upstreams.journal()
+    call = next(m for m in journal if m.get("method") == "tools/call")
+    cancelled = next(m for m in journal if m.get("method") == "notifications/cancelled")
+    assert cancelled["params"]["requestId"] == call["id"]
+    assert not after.is_error
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(a["tool"], a["outcome"]) for a in audit] == [
+        ("sleep", "STARTED"),
+        ("sleep", "CANCELLED"),
+    ]

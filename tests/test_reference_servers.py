@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -242,37 +243,57 @@ async def test_trigger_long_running_operation_reports_progress_through_the_gatew
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
-async def test_server_everything_over_streamable_http(bin_dir, tmp_path):
-    port = free_port()
+def start_http_everything(bin_dir: Path, port: int, cwd: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [str(bin_dir / "mcp-server-everything"), "streamableHttp"],
         env={**os.environ, "PORT": str(port)},
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    with httpx.Client() as client:
+        for _ in range(400):
+            try:
+                client.get(f"http://127.0.0.1:{port}/", timeout=1)
+                return proc
+            except httpx.TransportError:
+                time.sleep(0.05)
+    raise AssertionError("server-everything did not listen")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+async def test_server_everything_over_streamable_http_and_connected_again(bin_dir, tmp_path):
+    port = free_port()
+    proc = start_http_everything(bin_dir, port, tmp_path)
     try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        with httpx.Client() as client:
-            for _ in range(200):
-                try:
-                    client.get(f"http://127.0.0.1:{port}/", timeout=1)
-                    break
-                except httpx.TransportError:
-                    await anyio.sleep(0.05)
-        gw = mounting(tmp_path, {"remote": {"type": "http", "url": url}})
+        gw = mounting(tmp_path, {"remote": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}})
         async with gw:
             await answered(gw)
             echo = await gw.call("echo", {"message": "over http"})
             image = await gw.call("get-tiny-image", {})
             [health] = await gw.check_health(plugin="remote", use_cache=False)
+            stop(proc)
+            gone = await gw.call("echo", {"message": "anyone?"})
+            proc = start_http_everything(bin_dir, port, tmp_path)
+            upstream = gw.mounts.records["remote"].upstream
+            assert upstream is not None
+            with anyio.fail_after(60):
+                while upstream.session is None or upstream.restarts == 0:
+                    await anyio.sleep(0.1)
+            back = await gw.call("echo", {"message": "again"})
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+        stop(proc)
     assert content(echo)[0]["text"] == "Echo: over http"
     assert any(b["type"] == "image" for b in content(image))
     assert health.status == "ok"
+    assert gone.code == ErrorCode.BACKEND_UNAVAILABLE
+    assert "MCP server 'remote'" in gone.payload["error"]["message"]
+    assert content(back)[0]["text"] == "Echo: again"
 
 
 FASTMCP_SERVER = '''
