@@ -18,6 +18,8 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import gateway_env
+from wire import run_cli
 
 from gateway.app import Gateway
 from gateway.errors import ErrorCode
@@ -742,7 +744,6 @@ def write_config(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> Path:
 @pytest.mark.e2e
 async def test_a_stdio_client_is_told_when_a_servers_tools_change(tmp_path, upstreams):
     import mcp_types as t
-    from conftest import gateway_env
     from mcp import Client, StdioServerParameters
 
     tools = [tool("add_tool"), tool("echo", annotations=READ)]
@@ -772,8 +773,6 @@ async def test_a_stdio_client_is_told_when_a_servers_tools_change(tmp_path, upst
 
 @pytest.mark.e2e
 def test_servers_approve_and_claude_config_through_the_cli(tmp_path, upstreams):
-    from conftest import gateway_env
-    from wire import run_cli
 
     env = gateway_env(MCP_GATEWAY_PLUGINS="servers")
     config = write_config(tmp_path, {"up": {**upstreams.table(), "pin": "approve"}})
@@ -803,7 +802,6 @@ def test_servers_approve_and_claude_config_through_the_cli(tmp_path, upstreams):
 
 @pytest.mark.e2e
 async def test_a_call_the_client_cancels_is_cancelled_upstream(tmp_path, upstreams):
-    from conftest import gateway_env
     from mcp import Client, StdioServerParameters
 
     config = write_config(tmp_path, {"up": upstreams.table()})
