@@ -226,11 +226,13 @@ async def open_process(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             handle.closed.set()
 
+    stderr_done = anyio.Event()
+
     async def read_stderr() -> None:
         assert process.stderr is not None
         pending = b""
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async for chunk in process.stderr:
+            async for chunk in _chunks(process.stderr, stderr_done):
                 lines = (pending + chunk).split(b"\n")
                 pending = lines.pop()[-MAX_STDERR_LINE * 4 :]
                 for raw in lines:
@@ -248,6 +250,12 @@ async def open_process(
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(handle)
+                # Its last words (why it exited, often) reach the log before it is let go.
+                with anyio.move_on_after(STDIN_GRACE):
+                    await stderr_done.wait()
+                if process.stderr is not None:
+                    with contextlib.suppress(Exception):
+                        await process.stderr.aclose()
             tg.cancel_scope.cancel()
 
 
@@ -265,10 +273,18 @@ async def _stop(handle: ServerProcess) -> None:
     # Whatever is left of the group (children of a server that exited) goes too.
     handle.kill()
     await _exited(process, TERM_GRACE)
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            with contextlib.suppress(Exception):
-                await stream.aclose()
+    if process.stdout is not None:
+        with contextlib.suppress(Exception):
+            await process.stdout.aclose()
+
+
+async def _chunks(stream: anyio.abc.ByteReceiveStream, done: anyio.Event) -> AsyncIterator[bytes]:
+    """What ``stream`` sends until it ends; ``done`` is set then."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    finally:
+        done.set()
 
 
 async def _exited(process: anyio.abc.Process, timeout: float) -> bool:

@@ -832,3 +832,15 @@ async def test_a_call_the_client_cancels_is_cancelled_upstream(tmp_path, upstrea
         ("sleep", "STARTED"),
         ("sleep", "CANCELLED"),
     ]
+
+
+@pytest.mark.e2e
+def test_a_servers_stderr_goes_to_the_gateways_log_redacted(tmp_path, upstreams):
+    secret = "partner-key-6c2e9d41b7"
+    said = f"connecting with {secret} from /home/someone/private/server.js"
+    config = write_config(tmp_path, {"up": upstreams.table(stderr=said)})
+    env = gateway_env(MCP_GATEWAY_PLUGINS="servers", PARTNER_API_KEY=secret)
+    done = run_cli(tmp_path, env, "--config", str(config), "call", "echo", "--args", "{}")
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "gateway.server.up:" in x]
+    assert line.endswith("gateway.server.up: connecting with [REDACTED] from …/server.js")

@@ -7,7 +7,8 @@ crash, flood, show what arrived. ``python upstream_server.py CONFIG.json``; the 
   with a ``result`` answers with it, the others by their name below;
 - ``start_delay``: seconds before it reads anything (a server that is slow to start);
 - ``journal``: a file that gets one JSON line per message received (``_meta``, cancellations);
-- ``exit_after``: exit with this status after answering ``tools/list`` once.
+- ``exit_after``: exit with this status after answering ``tools/list`` once;
+- ``stderr``: a line it writes to stderr when it starts.
 
 Tools by name: ``echo`` (its arguments as text), ``sleep`` (``seconds``; progress each 0.1 s
 when asked), ``add_tool`` (lists one more tool, ``added``, and says so), ``crash`` (exits 3),
@@ -115,6 +116,9 @@ def call(ident: object, params: dict) -> None:
 
 
 def main() -> None:
+    if config.get("stderr"):
+        sys.stderr.write(config["stderr"] + "\n")
+        sys.stderr.flush()
     time.sleep(float(config.get("start_delay", 0)))
     listed = 0
     for line in sys.stdin:
