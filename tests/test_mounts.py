@@ -471,9 +471,13 @@ async def test_a_slow_server_does_not_hold_the_others_listing(tmp_path, upstream
         {
             "fast": upstreams.table("fast"),
             "quick": upstreams.table("quick", tools=[tool("quick_echo", annotations=READ)]),
-            "slow": upstreams.table(
-                "slow", tools=[tool("slow_echo", annotations=READ)], start_delay=60
-            ),
+            # Its list_wait alone would hold the listing ten minutes: its peers' pace decides.
+            "slow": {
+                **upstreams.table(
+                    "slow", tools=[tool("slow_echo", annotations=READ)], start_delay=600
+                ),
+                "list_wait": 600,
+            },
         },
     )
     async with gw:
