@@ -22,8 +22,9 @@ once the gateway starts. Each time it lists its tools they are screened here:
 
 The first ``tools/list`` of a client waits for servers still starting (:meth:`Mounts.settled`):
 at most each server's ``list_wait`` from the gateway's start, and, once most servers have
-answered, only a little longer (10 %) than they took: one much slower than its peers does not
-hold the others' listing. When tools appear, change or go, the gateway's clients are told
+answered, only as long again as their answers were apart (at least 50 ms): servers started
+together answer close together, and one much slower than its peers does not hold their listing
+(its tools come when it answers). When tools appear, change or go, the gateway's clients are told
 (:meth:`Mounts.subscribe`).
 """
 
@@ -75,9 +76,8 @@ MCP_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 PINNED = ("name", "description", "inputSchema", "annotations")
 #: A pin file larger than this is not read.
 MAX_PIN_FILE = 4 * 1024 * 1024
-#: Once most servers answered, the first listing waits for the others this much longer than
-#: the last answer took, plus STRAGGLER_SLACK seconds.
-STRAGGLER_FACTOR = 1.1
+#: Once most servers answered, the first listing waits for the others as long after the last
+#: answer as the first and the last were apart, at least STRAGGLER_SLACK seconds.
 STRAGGLER_SLACK = 0.05
 
 
@@ -444,7 +444,7 @@ class Mounts:
                 return
             wake = min(self._started_at + u.spec.list_wait for u in waiting)
             if len(answered) > len(upstreams) // 2:
-                enough = answered[-1] * STRAGGLER_FACTOR + STRAGGLER_SLACK
+                enough = answered[-1] + max(STRAGGLER_SLACK, answered[-1] - answered[0])
                 if elapsed >= enough:
                     return
                 wake = min(wake, self._started_at + enough)
