@@ -255,12 +255,12 @@ def build_server(gateway: Gateway, *, head: HeadStart | None = None) -> Server[A
     ) -> t.ListToolsResult:
         if head is not None:
             head.session = ctx.session
+            remember(ctx)
             if (rec := early()) is not None:
                 head.listings.add(ctx.request_id)
                 if "early tools" not in cache:
                     cache["early tools"] = t.ListToolsResult.model_validate({"tools": rec.tools})
                 return cache["early tools"]  # type: ignore[no-any-return]
-            remember(ctx)
         await gateway.settled()
         return listed_for(current_caller())
 

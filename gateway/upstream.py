@@ -453,11 +453,14 @@ class Upstream:
                     finally:
                         tg.cancel_scope.cancel()
             return
+        import httpx2  # the SDK's HTTP client (it depends on it)
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         assert self.spec.url is not None
-        client = create_mcp_http_client(headers=dict(self.spec.headers))
+        # The SDK's own defaults: a server may hold a response stream open for a while.
+        client = httpx2.AsyncClient(
+            headers=dict(self.spec.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+        )
         async with (
             client,
             streamable_http_client(

@@ -848,3 +848,36 @@ def test_a_servers_stderr_goes_to_the_gateways_log_redacted(tmp_path, upstreams)
     assert done.returncode == 0, done.stderr
     [line] = [x for x in done.stderr.splitlines() if "gateway.server.up:" in x]
     assert line.endswith("gateway.server.up: connecting with [REDACTED] from …/server.js")
+
+
+@pytest.mark.e2e
+async def test_a_stdio_start_answered_from_its_record_is_told_when_the_servers_answer(
+    tmp_path, upstreams
+):
+    """The second start of a deployment answers its first listing from the last start's record
+    (gateway/startrecord.py), before its servers answer: the client is told when they do."""
+    import mcp_types as t
+    from mcp import Client, StdioServerParameters
+
+    config = write_config(tmp_path, {"up": upstreams.table(start_delay=1)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway.cli", "--config", str(config), "serve"],
+        env=gateway_env(MCP_GATEWAY_PLUGINS="servers", XDG_CACHE_HOME=str(tmp_path / "cache")),
+        cwd=str(tmp_path),
+    )
+    async with Client(params, mode="legacy") as client:  # the first start writes the record
+        assert "echo" in {x.name for x in (await client.list_tools()).tools}
+    told = anyio.Event()
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, t.ToolListChangedNotification):
+            told.set()
+
+    async with Client(params, mode="legacy", message_handler=handler) as client:
+        first = {x.name for x in (await client.list_tools()).tools}
+        if "echo" not in first:  # answered from the record, before the server answered
+            with anyio.fail_after(30):
+                await told.wait()
+        listed = {x.name for x in (await client.list_tools()).tools}
+    assert "echo" in listed
