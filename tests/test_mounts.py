@@ -881,3 +881,51 @@ async def test_a_stdio_start_answered_from_its_record_is_told_when_the_servers_a
                 await told.wait()
         listed = {x.name for x in (await client.list_tools()).tools}
     assert "echo" in listed
+
+
+async def test_oauth_scopes_apply_to_a_mounted_servers_tools(tmp_path, upstreams):
+    import textwrap
+
+    from gateway.app import build_gateway
+    from gateway.auth.identity import Identity, calling_as
+    from gateway.config import load_config
+
+    issuer = "https://idp.example/realms/team"
+    table = upstreams.table()
+    path = tmp_path / "gw.toml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            [gateway]
+            plugins = ["servers"]
+            audit_log = "audit.jsonl"
+
+            [servers.up]
+            command = {json.dumps(table["command"])}
+            args = {json.dumps(table["args"])}
+
+            [auth]
+            issuer = "{issuer}"
+
+            [auth.plugin_scopes.up]
+            read = "up:read"
+            """
+        )
+    )
+    gw = build_gateway(load_config(path, env=dict(os.environ), cwd=tmp_path))
+    reader = Identity("alice", "claude-code", frozenset({"up:read"}), "jwt", issuer, 2_000_000_000)
+    other = Identity(
+        "bob", "claude-code", frozenset({"gateway:read"}), "jwt", issuer, 2_000_000_000
+    )
+    async with gw:
+        await answered(gw)
+        with calling_as(reader):
+            allowed = await gw.call("echo", {})
+            mutation = await gw.call("sleep", {"seconds": 0})
+        with calling_as(other):
+            refused = await gw.call("echo", {})
+    assert not allowed.is_error
+    assert refused.payload["error"]["details"] == {"missing_scope": "up:read"}
+    # A mounted mutation needs the mutate scope like any plugin's.
+    assert mutation.code == ErrorCode.PERMISSION_DENIED
+    assert mutation.payload["error"]["details"] == {"missing_scope": "gateway:mutate"}
