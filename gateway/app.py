@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
+from .mounts import Mounts
 from .pipeline import CallResult, build_pipeline
 from .plugins import (
     PluginLoader,
@@ -134,8 +135,12 @@ class Gateway:
         self.loader = PluginLoader(
             config, self.registry, self.health, self.sanitizer, self.backends, self.prompts
         )
+        #: the MCP servers plugins mount (``register_servers``), reported among the plugins
+        self.mounts = Mounts(config, self.registry, self.health, self.sanitizer, self.loader)
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
+        loaded = [p for p in self.loader.records if p.state is PluginState.LOADED]
+        self.mounts.add((p.name, server) for p in loaded for server in p.servers)
         self.pipeline = build_pipeline(
             self.registry,
             self.policy,
@@ -191,15 +196,39 @@ class Gateway:
 
     def tool_names(self) -> ToolNames:
         """The tool names this deployment's sources register, offered or not: what the
-        settings naming tools are checked against (:class:`gateway.config.ToolNames`)."""
+        settings naming tools are checked against (:class:`gateway.config.ToolNames`). A
+        mounted server's are its approved tools; one that has none yet leaves names unknown."""
         loaded = {p.name for p in self.plugins if p.state is PluginState.LOADED}
+        plugins = [p for p in self.plugins if p.name not in self.mounts.records]
+        pinned = self.mounts.pinned_tools()
+        unpinned = {
+            r.name for r in self.mounts.records.values() if r.upstream is not None
+        } - {t.plugin.name for t in pinned}
         return ToolNames(
-            known=frozenset(name for p in self.plugins for name in p.tools),
+            known=frozenset([*(name for p in plugins for name in p.tools), *(t.name for t in pinned)]),
             not_loaded=tuple(
-                sorted({p.name for p in self.plugins if p.state is PluginState.DISABLED} - loaded)
+                sorted({p.name for p in plugins if p.state is PluginState.DISABLED} - loaded)
             ),
-            unknown=tuple(sorted(p.name for p in self.plugins if p.state is PluginState.FAILED)),
+            unknown=tuple(
+                sorted({p.name for p in plugins if p.state is PluginState.FAILED} | unpinned)
+            ),
         )
+
+    def described_tools(self, *, unconfigured: bool = False) -> list[OfferedTool]:
+        """The offered tools (``unconfigured``: see :meth:`offered_tools`), and the approved
+        tools of mounted servers that have not listed theirs yet (from their recorded
+        definitions; nothing is started): what ``claude-config`` and ``mcp-gateway tools``
+        describe."""
+        offered = self.offered_tools(unconfigured=unconfigured)
+        names = {t.name for t in offered}
+        pinned = [t for t in self.mounts.pinned_tools() if t.name not in names]
+        return offered + [self._offered(t) for t in pinned if self.policy.visible(t)]
+
+    async def settled(self) -> None:
+        """Return once no mounted server holds a listing any more: at once, unless servers
+        are still starting (bounded by their ``list_wait``, see :mod:`gateway.mounts`)."""
+        if self.mounts:
+            await self.mounts.settled()
 
     def offered_tool(self, name: str) -> OfferedTool | None:
         tool = self.registry.get(name)
@@ -316,22 +345,32 @@ class Gateway:
             self._started = True
             await self.loader.open_resources()
             self.health.start_probing()
+            await self.mounts.start()
 
     async def stop(self) -> None:
-        if self._started:
-            self._started = False
+        """Stop probing, stop the mounted servers, close the plugins' resources and the REST
+        clients, flush telemetry: each step runs even when one before it failed."""
+        if not self._started:
+            return
+        self._started = False
+        steps: list[Callable[[], Awaitable[None]]] = [
+            self.health.stop_probing,  # before the resources close: a probe's check uses them
+            self.mounts.stop,
+            self.loader.close_resources,
+            self.backends.aclose,
+        ]
+        if self.telemetry.enabled:
+            steps.append(
+                lambda: anyio.to_thread.run_sync(self.telemetry.shutdown, TELEMETRY_STOP_SECONDS)
+            )
+        failure: BaseException | None = None
+        for step in steps:
             try:
-                # Before the resources close: a probe's health check uses them.
-                await self.health.stop_probing()
-                await self.loader.close_resources()
-            finally:
-                try:
-                    await self.backends.aclose()
-                finally:
-                    if self.telemetry.enabled:
-                        await anyio.to_thread.run_sync(
-                            self.telemetry.shutdown, TELEMETRY_STOP_SECONDS
-                        )
+                await step()
+            except BaseException as exc:  # the first failure is raised once all have run
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     async def __aenter__(self) -> Gateway:
         await self.start()
@@ -350,6 +389,8 @@ class Gateway:
         progress: ProgressFn | None = None,
     ) -> CallResult:
         """One ``tools/call`` through the pipeline (DESIGN.md, steps 1-7)."""
+        if self.mounts and self.registry.get(name) is None:
+            await self.settled()  # a mounted server's tool, called before the server answered
         return await self.pipeline.call(name, arguments, progress=progress)
 
     async def call_with_handler(self, name: str, handler: ToolHandler[Any]) -> CallResult:
@@ -407,15 +448,16 @@ class Gateway:
         ]
         problems = (
             [
-                f"plugin {p.name}: {p.state.value}: {p.reason}"
+                f"{p.label}: {p.state.value}: {p.reason}"
                 for p in self.plugins
                 if p.state is PluginState.FAILED
             ]
             + [
-                f"plugin {p.name}: tool {tool} withheld: {why}"
+                f"{p.label}: tool {tool} withheld: {why}"
                 for p in self.plugins
                 for tool, why in p.withheld.items()
             ]
+            + [f"{p.label}: {note}" for p in self.plugins for note in p.notes]
             + [
                 f"plugin {p['name']}: {len(g['tools'])} tool(s) not offered: {g['reason']}"
                 for p in plugins

@@ -211,7 +211,7 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
     # Every tool the deployment offers once its backends are configured: a variable exported
     # later (Claude Code passes its own environment on) adds tools, and the settings must
     # already allow the reads and ask for the mutations, or a headless run refuses them all.
-    tools = gateway.offered_tools(unconfigured=True)
+    tools = gateway.described_tools(unconfigured=True)
     allow = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.READ)
     ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
     confirmed = sorted(t.name for t in tools if t.person_must_approve)
@@ -261,7 +261,7 @@ def tool_sizes(gateway: Gateway) -> dict[str, Any]:
     ``{"name", "description", "inputSchema"}`` (Claude Code sends the model nothing else of a
     tool), and a token estimate; largest first, with the total."""
     rows: list[dict[str, Any]] = []
-    for tool in gateway.offered_tools():
+    for tool in gateway.described_tools():
         size = context_bytes(tool)
         rows.append(
             {

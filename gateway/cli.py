@@ -20,6 +20,7 @@ from .config import (
     check_plugin_names,
     check_plugin_tables,
     check_providers,
+    check_servers_plugin,
     check_tool_names,
     label,
     load_config,
@@ -151,6 +152,14 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "backend is reported, not a failure.",
         "mcp-gateway health\n  MCP_GATEWAY_PLUGINS=gitea mcp-gateway health --json",
     ),
+    "servers": (
+        "the MCP servers mounted behind the gateway: approve their tools",
+        "Manage the MCP servers mounted behind the gateway ([servers.<name>] tables or "
+        "MCP_GATEWAY_SERVERS). 'approve' starts the servers (or those named), lists their tools "
+        "and records those definitions as the approved ones, printing what changed; a tool whose "
+        "definition changed since is withheld until it is approved again.",
+        "mcp-gateway servers approve\n  mcp-gateway --config gw.toml servers approve fs",
+    ),
     "call": (
         "call one tool through the same pipeline; print its JSON",
         "Call one tool through the same pipeline a client's call takes (policy, validation, "
@@ -228,6 +237,18 @@ def _parser() -> argparse.ArgumentParser:
                 help="bytes and estimated tokens each tool costs the model on every turn",
             )
 
+    sv = command("servers")
+    sv_sub = sv.add_subparsers(dest="servers_command", metavar="ACTION", required=True)
+    approve = sv_sub.add_parser(
+        "approve",
+        parents=[common],
+        help="start the servers (or those named), list their tools and record those "
+        "definitions as the approved ones; print what changed",
+    )
+    approve.add_argument(
+        "names", nargs="*", metavar="NAME", help="servers to approve (default: all)"
+    )
+
     c = command("call")
     c.add_argument("tool", help="the tool's name (mcp-gateway tools lists them)")
     c.add_argument("--args", default="{}", help="arguments as a JSON object (default {})")
@@ -268,7 +289,8 @@ def _reason(record: dict[str, Any]) -> str:
         return str(record["reason"] or "")
     parts = [f"{len(g['tools'])} tool(s) not offered: {g['reason']}" for g in unoffered]
     if withheld:
-        parts.append("tools withheld (name taken by another plugin): " + ", ".join(withheld))
+        # Why each is (a name two plugins claim, a changed definition) is in the JSON.
+        parts.append("tools withheld: " + ", ".join(withheld) + " (plugins --json says why)")
     return "; ".join(parts)
 
 
@@ -306,11 +328,12 @@ def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
 
     found = entry_points()
     installed = {p.name for p in found}
+    check_servers_plugin(config, gateway.plugin("servers"), installed)
     check_plugin_tables(config, installed | config.consulted_tables)
     mistake = next((p.settings_mistake for p in gateway.plugins if p.settings_mistake), None)
     if mistake is not None:
         raise _SettingsMistake(mistake, gateway)
-    check_auth_plugins(config, {*installed, BUILTIN})
+    check_auth_plugins(config, {*installed, BUILTIN, *gateway.mounts.records})
     tools = gateway.tool_names()
     check_tool_names(config, tools)
     dists: dict[str, set[str]] = {}
@@ -448,7 +471,7 @@ def _run_command(
     if args.command == "tools":
         tools = [
             {"name": t.name, "plugin": t.plugin, "tier": t.tier.value, "title": t.title}
-            for t in gateway.offered_tools()
+            for t in gateway.described_tools()
         ]
         if args.json:
             emit(_json(tools))
@@ -526,6 +549,15 @@ def _run_command(
         result = anyio.run(run_call)
         emit(_json(result.payload))
         return 1 if result.is_error else 0
+
+    if args.command == "servers":
+        try:
+            code, lines = anyio.run(gateway.mounts.approve, list(args.names))
+        except ConfigError as exc:
+            return _config_error(exc)
+        for line in lines:
+            emit(line)
+        return code
 
     if args.command == "claude-config":
         from .claude import ADD_NOTE, claude_config

@@ -75,7 +75,11 @@ def _seconds(default: float, most: float, description: str) -> Any:
     return Field(default, ge=LEAST_SECONDS, le=most, allow_inf_nan=False, description=description)
 
 
-SECTIONS = ("gateway", "plugins", "telemetry", "auth")
+SECTIONS = ("gateway", "plugins", "telemetry", "auth", "servers")
+#: The plugin that mounts the ``[servers.<name>]`` tables (MCP servers behind the gateway): the
+#: core hands them to it as its settings (``servers``, with ``origins``), see ``_servers``.
+SERVERS_PLUGIN = "servers"
+SERVERS_DISTRIBUTION = "mcp-plugin-gateway-servers"
 
 
 def default_audit_log(env: Mapping[str, str]) -> Path:
@@ -382,7 +386,7 @@ def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
         hint = closest(key, SECTIONS, template="[{}]")
         raise ConfigError(
             f"{where}: unknown section [{key}] "
-            f"(known: [gateway], [plugins.*], [telemetry], [auth]){hint}"
+            f"(known: [gateway], [plugins.*], [servers.*], [telemetry], [auth]){hint}"
         )
     for key in data.get("gateway", {}):
         if key not in fields:
@@ -392,6 +396,12 @@ def _check_sections(data: Mapping[str, Any], lines: TomlLines) -> None:
     for name, table in data.get("plugins", {}).items():
         if not isinstance(table, dict):
             raise ConfigError(f"{lines.where(('plugins', name))}: [plugins.{name}] must be a table")
+    for name, table in data.get("servers", {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{lines.where(('servers', name))}: [servers.{name}] must be a table "
+                "(command, args, env ... or url, headers)"
+            )
 
 
 def load_config(
@@ -452,6 +462,11 @@ def load_config(
             tables[name][k] = _resolve_refs(
                 v, env, f"{origins[f'plugins.{name}.{k}']}: [plugins.{name}] {k}"
             )
+
+    if data.get("servers"):
+        tables[SERVERS_PLUGIN] = _servers(data["servers"], tables.get(SERVERS_PLUGIN), env, lines)
+        origins["servers"] = lines.where(("servers", next(iter(data["servers"]))))
+        origins.setdefault(f"plugins.{SERVERS_PLUGIN}", origins["servers"])
 
     def telemetry_where(key: str) -> str:
         return f"{lines.where(('telemetry', key))}: [telemetry] {key}"
@@ -527,6 +542,58 @@ def _check_audit_log(path: Path, setting: str) -> None:
             f"{setting}: {shown!r} cannot be created: its folder {parent.name or parent!s} "
             "cannot be written (permission denied)"
         )
+
+
+def _servers(
+    servers: dict[str, Any], own: dict[str, Any] | None, env: Mapping[str, str], lines: TomlLines
+) -> dict[str, Any]:
+    """The settings table of the plugin that mounts servers: its own ``[plugins.servers]``
+    keys, the ``[servers.<name>]`` tables (``$env`` resolved) and where each came from."""
+    table = dict(own or {})
+    for key in ("servers", "origins", "source"):
+        if key in table:
+            where = lines.where(("plugins", SERVERS_PLUGIN, key))
+            raise ConfigError(
+                f"{where}: [plugins.{SERVERS_PLUGIN}] {key}: servers are configured as "
+                "[servers.<name>] tables"
+            )
+    resolved: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for name, server in servers.items():
+        origins[f"servers.{name}"] = lines.where(("servers", name))
+        resolved[name] = {
+            k: _resolve_refs(v, env, f"{lines.where(('servers', name, k))}: [servers.{name}] {k}")
+            for k, v in server.items()
+        }
+        for key in server:
+            origins[f"servers.{name}.{key}"] = lines.where(("servers", name, key))
+    return {**table, "servers": resolved, "origins": origins, "source": lines.name}
+
+
+def check_servers_plugin(config: GatewayConfig, record: Any, installed: set[str]) -> None:
+    """``[servers.*]`` tables or ``MCP_GATEWAY_SERVERS`` need the plugin that mounts servers,
+    loaded: missing, disabled or refusing its configuration, the command stops here.
+    ``record`` is that plugin's (``PluginRecord`` or ``None``)."""
+    table = config.plugin_tables.get(SERVERS_PLUGIN) or {}
+    variable = f"{ENV_PREFIX}SERVERS"
+    if table.get("servers"):
+        where = f"{config.origins.get('servers', config.source)}: [servers]"
+    elif config.env.get(variable):
+        where = variable
+    else:
+        return
+    if record is not None and getattr(record.state, "value", "") == "loaded":
+        return
+    if record is None or SERVERS_PLUGIN not in installed:
+        raise ConfigError(
+            f"{where}: mounting MCP servers needs the plugin {SERVERS_DISTRIBUTION}, which is "
+            f"not installed: pip install {SERVERS_DISTRIBUTION}"
+        )
+    if getattr(record.state, "value", "") == "disabled":
+        raise ConfigError(
+            f"{where}: the plugin {SERVERS_PLUGIN} that mounts them is {record.reason}"
+        )
+    raise ConfigError(getattr(record, "settings_mistake", None) or str(record.reason))
 
 
 def _telemetry(

@@ -189,6 +189,13 @@ _SECRET_ENV_NAME = re.compile(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I
 )
 _MIN_SECRET_LEN = 4
+
+
+def secret_name(name: str) -> bool:
+    """Does a variable or header of this name hold a secret (``GITHUB_TOKEN``, ``X-Api-Key``)?"""
+    return _SECRET_ENV_NAME.search(name) is not None
+
+
 #: Shorter "secrets" (an env var ``X_TOKEN=true``) are redacted from messages but never from
 #: result data, where replacing a common word would corrupt it.
 MIN_RESULT_SECRET_LEN = 8

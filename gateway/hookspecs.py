@@ -1,4 +1,4 @@
-"""The plugin contract: six hooks, each called once per plugin, each failure isolated.
+"""The plugin contract: seven hooks, each called once per plugin, each failure isolated.
 
 A plugin is a module (or object) named by an entry point in the group ``mcp_gateway.plugins``
 whose functions are decorated with :data:`hookimpl`. An implementation may accept any subset
@@ -10,7 +10,7 @@ tools and checks are withdrawn), its reason is recorded and shown by ``mcp-gatew
 and the ``gateway_status`` tool, and every other plugin keeps serving.
 
 Order at start-up, per plugin: ``plugin_settings`` → ``register_tools`` →
-``register_prompts`` → ``register_health_checks``; then, when the server starts, ``open_resources``; at shut-down,
+``register_prompts`` → ``register_health_checks`` → ``register_servers``; then, when the server starts, ``open_resources``; at shut-down,
 ``close_resources``. None of these may do network I/O except ``open_resources`` and
 ``close_resources``, and those should only open clients, not probe backends: the gateway
 must answer ``initialize`` and ``tools/list`` at once even when every backend is down.
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import pluggy
 from pydantic import BaseModel
 
-from .spec import HealthCheck, PluginContext, ToolSpec
+from .spec import HealthCheck, PluginContext, ServerSpec, ToolSpec
 
 if TYPE_CHECKING:
     from .prompts import PromptSpec
@@ -90,6 +90,21 @@ def register_health_checks(
     (``mcp-gateway health``, ``gateway_status``, ``/readyz``), each under its own timeout, with
     results cached. Set ``HealthCheck.not_configured`` when settings leave a backend unset: its
     tools are then not offered.
+    """
+
+
+@hookspec
+def register_servers(
+    register: Callable[[ServerSpec], None], plugin: PluginContext[BaseModel]
+) -> None:
+    """Mount MCP servers by calling ``register(ServerSpec(...))`` once per server.
+
+    Called once, after ``register_health_checks``. No I/O: the core starts (or connects to) the
+    servers when the gateway starts, lists their tools and serves them through the same
+    pipeline as plugin tools (each server reported like a plugin of its name). A spec that is
+    not a ``ServerSpec`` skips the plugin. Raise ``gateway.config.ConfigError`` for a mistake in
+    the deployment's configuration: the plugin is skipped with that one line as its reason, and
+    the CLI stops with exit status 2 showing it.
     """
 
 

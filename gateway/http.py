@@ -20,7 +20,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -99,6 +101,41 @@ class HostOriginGuard:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class ModernStreams:
+    """Pure ASGI middleware: a 2026-07-28 request (``MCP-Protocol-Version`` of no handshake
+    revision) is served by a session manager that may answer with an event stream, so what a
+    call reports while it runs (progress, a mounted server's included) reaches the client; a
+    call that reports nothing is still answered with plain JSON. Handshake-era (2025) requests
+    keep the JSON-only manager: with event streams every one of their answers would be one.
+    A client that does not accept event streams keeps JSON too. Both managers share the
+    server, and the lifespan runs them both."""
+
+    def __init__(self, app: ASGIApp, modern: StreamableHTTPSessionManager) -> None:
+        self.app = app
+        self.modern = modern
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            async with self.modern.run():
+                await self.app(scope, receive, send)
+            return
+        if scope["type"] == "http" and scope["path"] == MCP_PATH and _modern(scope):
+            await self.modern.handle_request(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _modern(scope: Scope) -> bool:
+    """A 2026-07-28 request from a client that takes event streams."""
+    modern = events = False
+    for key, value in scope.get("headers", []):
+        if key == b"mcp-protocol-version":
+            modern = value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+        elif key == b"accept":
+            events = b"text/event-stream" in value
+    return modern and events
 
 
 def _bearer(value: bytes) -> bytes | None:
@@ -212,7 +249,11 @@ def build_http_app(
         host=host,
         custom_starlette_routes=[Route("/healthz", healthz), Route("/readyz", readyz)],
     )
-    guarded = _oauth(app, gateway, auth, host, port) if auth else BearerAuth(app, token)
+    modern = StreamableHTTPSessionManager(
+        app=server, json_response=False, stateless=True, security_settings=security
+    )
+    streams = ModernStreams(app, modern)
+    guarded = _oauth(streams, gateway, auth, host, port) if auth else BearerAuth(streams, token)
     return HostOriginGuard(guarded, hosts, origins)
 
 

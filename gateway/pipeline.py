@@ -50,7 +50,7 @@ from .telemetry.scopes import NO_CALL
 
 log = logging.getLogger("gateway.pipeline")
 
-__all__ = ["Call", "CallResult", "Layer", "Next", "Pipeline"]
+__all__ = ["Call", "CallResult", "Layer", "McpResult", "Next", "Pipeline"]
 
 
 def _dumps(payload: Any) -> str:
@@ -69,6 +69,9 @@ class CallResult:
     encoded: str | None = None  # the compact JSON text, when the pipeline has it already
     backend_down: bool = False  # the error says the tool's backend itself is down
     correlation_id: str | None = None  # of a call that passed validation (logs, audit, trace)
+    #: a mounted server's ``CallToolResult`` as the client gets it (content of any type,
+    #: ``structuredContent``, ``isError``), cleaned; ``None``: the result is built from payload
+    mcp: dict[str, Any] | None = None
 
     @property
     def code(self) -> str:
@@ -79,6 +82,19 @@ class CallResult:
         if self.encoded is None:
             self.encoded = _dumps(self.payload)
         return self.encoded
+
+
+@dataclass(frozen=True)
+class McpResult:
+    """What a tool that is another MCP server's returns: that server's ``CallToolResult`` as
+    JSON, passed on as sent. The runner only cleans it: configured secrets redacted, an error's
+    text cleaned like a backend's words (:meth:`~gateway.errors.Sanitizer.backend_text`)."""
+
+    result: dict[str, Any]
+
+
+#: Characters of one text block of a mounted server's error result the client gets.
+MAX_UPSTREAM_ERROR_TEXT = 2000
 
 
 @dataclass
@@ -421,6 +437,8 @@ class Runner:
         token = CURRENT_CALL.set(call.state)
         try:
             raw = await tool.invoke(call.args, cid, report)
+            if isinstance(raw, McpResult):
+                return self._passed_on(tool, raw.result, cid)
             payload, text = _shape(tool, raw)
         except (GatewayError, TimeoutError):
             raise  # deliberate, or the timeout layer's to say
@@ -449,6 +467,37 @@ class Runner:
         finally:
             CURRENT_CALL.reset(token)
         return self._without_secrets(CallResult(payload, False, tool, text), cid)
+
+    def _passed_on(self, tool: RegisteredTool, result: dict[str, Any], cid: str) -> CallResult:
+        """A mounted server's result, unchanged but for what must never reach a client: a
+        configured secret anywhere in it, and in an error's text what the sanitizer removes
+        from a backend's words (paths, SQL, credentials). The error envelope of ``payload``
+        (for the audit log, the trace and ``mcp-gateway call``) quotes its first text."""
+        text = _dumps(result)
+        if encodable(text) is not text:
+            result = encodable_data(result)
+            text = _dumps(result)
+        if self.sanitize.checks_results and self.sanitize.result_has_secret(text):
+            log.warning(
+                "tool=%s correlation_id=%s a configured secret was redacted", tool.name, cid
+            )
+            result = self.sanitize.redact_data(result)
+        if result.get("isError") is not True:
+            return CallResult(result, False, tool, mcp=result)
+        content = result.get("content")
+        cleaned = [
+            {**block, "text": self.sanitize.backend_text(block["text"], MAX_UPSTREAM_ERROR_TEXT)}
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+            else block
+            for block in (content if isinstance(content, list) else [])
+        ]
+        said = next((b["text"] for b in cleaned if isinstance(b, dict) and "text" in b), "")
+        payload = error_payload(
+            ErrorCode.BACKEND_ERROR,
+            f"the tool reported an error: {said[:300]}" if said else "the tool reported an error",
+            retryable=False,
+        )
+        return CallResult(payload, True, tool, mcp={**result, "content": cleaned})
 
     def _without_secrets(self, result: CallResult, cid: str) -> CallResult:
         # A backend may echo a configured secret inside data (a tag name, a file). Search the

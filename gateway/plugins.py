@@ -36,13 +36,14 @@ from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
 from .schemacache import SchemaCache, cache_folder, deferred_models
-from .spec import HealthCheck, PluginContext, ToolSpec
+from .spec import HealthCheck, PluginContext, ServerSpec, ToolSpec
 
 HOOK_NAMES = (
     "plugin_settings",
     "register_tools",
     "register_prompts",
     "register_health_checks",
+    "register_servers",
     "open_resources",
     "close_resources",
 )
@@ -87,6 +88,19 @@ class PluginRecord:
     #: its settings (its table or variables) do not fit: the one line naming the setting.
     #: A configuration mistake, which stops a command that serves or calls (cli.py).
     settings_mistake: str | None = None
+    #: the MCP servers this plugin mounts (``register_servers``)
+    servers: list[ServerSpec] = field(default_factory=list)
+    #: tools the source itself keeps back (a mounted server's definition that changed since
+    #: it was approved), and why: reported with the withheld ones
+    held: dict[str, str] = field(default_factory=dict)
+    #: what the operator should know that keeps nothing from serving (a description Claude
+    #: Code will cut)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """What messages call it: ``plugin queue`` (a mounted server: ``MCP server fs``)."""
+        return f"plugin {self.name}"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -100,6 +114,8 @@ class PluginRecord:
         }
         if self.withheld:
             out["withheld_tools"] = dict(self.withheld)
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.not_offered:
             reasons = list(self.not_offered.values())
             out["not_offered"] = [
@@ -310,10 +326,12 @@ class PluginLoader:
         """Record, per loaded plugin, the tools a name collision keeps from serving."""
         for rec in self.records:
             rec.withheld = (
-                self.registry.withheld(rec.name) if rec.state is PluginState.LOADED else {}
+                {**self.registry.withheld(rec.name), **rec.held}
+                if rec.state is PluginState.LOADED
+                else {}
             )
             for tool, why in rec.withheld.items():
-                log.error("plugin %s: tool %s withheld: %s", rec.name, tool, why)
+                log.error("%s: tool %s withheld: %s", rec.label, tool, why)
 
     def refresh_offered(self) -> None:
         """Record, per loaded plugin, the tools whose backend is not configured: they are not
@@ -448,6 +466,14 @@ class PluginLoader:
         step("register_health_checks")
         checks: list[HealthCheck] = []
         call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
+        step("register_servers")
+        servers: list[object] = []
+        call_hook(self.pm, "register_servers", module, register=servers.append, plugin=ctx)
+        for server in servers:
+            if not isinstance(server, ServerSpec):
+                raise _PluginInvalid(
+                    f"register_servers: register() takes a ServerSpec, got {type(server).__name__}"
+                )
         step("backend settings")
         checks += self._declare_backends(src.name, tools)
         for t in tools:
@@ -467,6 +493,7 @@ class PluginLoader:
         rec.tools = [t.name for t in tools]
         rec.prompts = [p.name for p in prompts]
         rec.checks = [c.name for c in checks]
+        rec.servers = [s for s in servers if isinstance(s, ServerSpec)]
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.

@@ -600,6 +600,7 @@ class Registry:
         self._builtin = builtin
         self._tools: dict[str, RegisteredTool] = {}
         self._claims: dict[str, list[RegisteredTool]] = {}  # every registration of a name
+        self._held: dict[str, dict[str, str]] = {}  # plugin → tool names it keeps back, why
 
     def add_all(self, tools: list[RegisteredTool]) -> None:
         """Add one plugin's tools; a name registered twice by the plugin refuses the lot."""
@@ -647,8 +648,16 @@ class Registry:
             out[name] = self.why_withheld(name) or ""
         return out
 
+    def hold(self, plugin_name: str, held: Mapping[str, str]) -> None:
+        """Tool names a source keeps back itself (a mounted server's definition that changed
+        since it was approved), and why: a call by such a name is answered with the reason."""
+        self._held[plugin_name] = dict(held)
+
     def why_withheld(self, name: str) -> str | None:
         """Why a registered tool name is not served (``None`` when it is, or is unknown)."""
+        for held in self._held.values():
+            if name in held and name not in self._tools:
+                return held[name]
         claims = self._claims.get(name, [])
         if len(claims) < 2:
             return None

@@ -11,6 +11,7 @@ import mcp_types as t
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from . import __version__
 from .app import CallResult, Gateway, OfferedTool, RegisteredPrompt
@@ -48,7 +49,12 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
     """Success: the complete JSON in ``structuredContent`` (all Claude Code shows the model) and
     the same JSON as text. Error: the error JSON as text only. Strict clients (the TypeScript
     SDK 1.x, so Claude Code and the Inspector) check any ``structuredContent`` against the
-    tool's *success* ``outputSchema``, error or not, and would replace our error by their own."""
+    tool's *success* ``outputSchema``, error or not, and would replace our error by their own.
+    A mounted server's result goes as that server sent it (:attr:`CallResult.mcp`)."""
+    if result.mcp is not None:
+        # The model, not the JSON: it fills what the client's protocol revision requires and a
+        # server of another revision did not send (2026-07-28's resultType).
+        return t.CallToolResult.model_validate(result.mcp, by_name=False)
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=result.text())],
         structured_content=None if result.is_error else result.payload,
@@ -56,10 +62,12 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
     )
 
 
-def build_server(gateway: Gateway) -> Server[Any]:
-    """The MCP server over ``gateway`` (loaded: what it lists is what its plugins publish)."""
-    # The visible tool list is fixed once plugin resources are open (a plugin whose
-    # open_resources fails is withdrawn then): compute it once, on first use.
+def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any]:
+    """The MCP server over ``gateway`` (loaded: what it lists is what its plugins publish).
+    ``stdio_session``: it serves the one session of a stdio process, which is told when
+    mounted servers' tools change."""
+    # The visible tool list, computed on first use and again after mounted servers' tools
+    # change (a plugin whose open_resources fails is withdrawn before the first listing).
     cache: dict[str, Any] = {}
 
     def listed() -> t.ListToolsResult:
@@ -68,6 +76,22 @@ def build_server(gateway: Gateway) -> Server[Any]:
         return cache["tools"]  # type: ignore[no-any-return]
 
     scoped: dict[frozenset[str], t.ListToolsResult] = {}
+    #: the stdio session (one per process), told when mounted servers' tools change
+    stdio: list[Any] = []
+
+    async def tools_changed() -> None:
+        cache.pop("tools", None)
+        scoped.clear()
+        if stdio and stdio[0][1] in HANDSHAKE_PROTOCOL_VERSIONS:
+            # 2025 sessions are told on their connection; 2026-07-28 has no such notification
+            # outside subscriptions/listen, and HTTP requests are each their own session.
+            await stdio[0][0].send_tool_list_changed()
+
+    gateway.mounts.subscribe(tools_changed)
+
+    def remember(ctx: ServerRequestContext[Any]) -> None:
+        if stdio_session and not stdio:
+            stdio.append((ctx.session, ctx.protocol_version))
 
     def listed_for(caller: Identity) -> t.ListToolsResult:
         """What this caller may use: an unlimited caller (stdio, the static token) gets the
@@ -105,6 +129,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListToolsResult:
+        remember(ctx)
+        await gateway.settled()
         return listed_for(current_caller())
 
     async def on_call_tool(
@@ -113,6 +139,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
         async def progress(p: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(p, total, message)
 
+        remember(ctx)
         result = await gateway.call(params.name, params.arguments, progress=progress)
         return to_call_tool_result(result)
 
@@ -167,14 +194,16 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
 
 def initialization_options(server: Server[Any]) -> Any:
-    # What a session lists is fixed once the plugins' resources are open, before it is served.
-    return server.create_initialization_options(NotificationOptions(tools_changed=False))
+    # Lists change when mounted MCP servers list their tools (or list others).
+    return server.create_initialization_options(
+        NotificationOptions(tools_changed=True, prompts_changed=True)
+    )
 
 
 async def serve_stdio(gateway: Gateway, wire: Wire) -> None:
     """Serve over the real stdin/stdout taken by :func:`gateway.stdio.protected_stdio` before
     the plugins were imported (fd 1 already points at stderr)."""
-    server = build_server(gateway)
+    server = build_server(gateway, stdio_session=True)
     async with json_rpc_streams(wire) as (read, write):
         await server.run(read, write, initialization_options(server))
 

@@ -628,3 +628,42 @@ def tool(
         )
 
     return decorate if fn is None else decorate(fn)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """An MCP server to mount: its tools are served like a plugin's, through the same pipeline.
+
+    Stdio: ``command`` with ``args``, started in ``cwd`` (the gateway's own when ``None``) with
+    ``env`` and nothing else of the gateway's environment but ``PATH``, ``HOME`` and the locale.
+    Streamable HTTP: ``url``, with ``headers`` on every request. ``tools`` (``None``: all) and
+    ``deny_tools`` choose which of the server's tools are offered, by the server's own names;
+    ``prefix`` is put before each name the gateway publishes; ``tiers`` overrides a tool's tier
+    (``read`` only where the server's ``readOnlyHint`` is not enough: anything else is a
+    mutation). ``timeout`` (seconds) is each call's, else the gateway default. ``pin``:
+    ``"first-use"`` records the definitions the first time the server answers and offers them;
+    ``"approve"`` offers nothing until ``mcp-gateway servers approve`` recorded them.
+    ``list_wait`` (seconds) bounds how long a first ``tools/list`` waits for the server while it
+    starts. ``origin`` says where it was configured (``gw.toml:12``), for messages.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    tools: tuple[str, ...] | None = None
+    deny_tools: tuple[str, ...] = ()
+    prefix: str = ""
+    tiers: Mapping[str, Tier] = field(default_factory=dict)
+    timeout: float | None = None
+    enabled: bool = True
+    pin: str = "first-use"
+    list_wait: float = 5.0
+    origin: str = ""
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -38,11 +38,12 @@ def cache_dir(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def npm_package(folder: Path, spec: str, probe: Path) -> Iterator[str | None]:
-    """``spec`` installed into ``folder`` unless ``probe`` exists from an install younger than a
-    week, and left as it is until the block ends. Yields why it cannot be used (node or npm
-    missing; the registry cannot be reached and no earlier copy exists: the caller skips),
-    ``None`` when it can; any other failed install with no earlier copy fails the test."""
+def npm_package(folder: Path, spec: str | Sequence[str], probe: Path) -> Iterator[str | None]:
+    """``spec`` (one package, or several installed together) installed into ``folder`` unless
+    ``probe`` exists from an install younger than a week, and left as it is until the block
+    ends. Yields why it cannot be used (node or npm missing; the registry cannot be reached and
+    no earlier copy exists: the caller skips), ``None`` when it can; any other failed install
+    with no earlier copy fails the test."""
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
         yield "node and npm are needed (not found on PATH)"
@@ -79,11 +80,14 @@ _OFFLINE = re.compile(
 )
 
 
-def _install(npm: str, folder: Path, spec: str, probe: Path) -> str | None:
+def _install(npm: str, folder: Path, spec: str | Sequence[str], probe: Path) -> str | None:
+    """Why the install left no usable copy, ``None`` when there is one."""
     (folder / "package.json").write_text('{"private": true}\n')
+    specs = [spec] if isinstance(spec, str) else list(spec)
+    spec = " ".join(specs)
     try:
         proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", spec],
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", *specs],
             cwd=folder,
             capture_output=True,
             text=True,

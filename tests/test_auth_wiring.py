@@ -117,8 +117,8 @@ def test_the_auth_table_is_part_of_the_deployments_config(tmp_path):
         (
             '[auht]\nissuer = "x"\n',
             {},
-            "gw.toml:1: unknown section [auht] (known: [gateway], [plugins.*], [telemetry], "
-            "[auth]); did you mean [auth]?",
+            "gw.toml:1: unknown section [auht] (known: [gateway], [plugins.*], [servers.*], "
+            "[telemetry], [auth]); did you mean [auth]?",
         ),
         (
             "[auth]\nleeway_seconds = 5\n",

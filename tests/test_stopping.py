@@ -30,6 +30,7 @@ HOOKS = [
     "register_tools",
     "register_prompts",
     "register_health_checks",
+    "register_servers",
     "open_resources",
 ]
 _PRELUDE = """

@@ -1,0 +1,664 @@
+"""An MCP server behind the gateway: one supervised client session per process or URL.
+
+:class:`Upstream` owns everything about one server: starting it (a stdio process of its own,
+:class:`ServerProcess`) or connecting to it (Streamable HTTP), the official SDK's
+``ClientSession`` over that (``initialize`` at the newest 2025 revision: every server speaks it,
+and it keeps a back channel for the server's own requests), listing its tools (every page),
+calling them, ``ping`` as its health check, ``notifications/tools/list_changed``, restarting it
+with backoff when it exits or its connection breaks, and stopping it (its whole process group).
+What the server sends outside answers arrives in one place, :meth:`Upstream._on_message`, and
+its requests (sampling, elicitation, roots) in the session's callbacks: where forwarding them
+to the gateway's clients belongs.
+
+:mod:`gateway.mounts` turns what an upstream lists into tools of the registry; this module
+knows nothing of tools beyond their JSON. The SDK is imported only when a session opens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from .errors import ErrorCode, GatewayError, Sanitizer
+from .spec import ProgressFn, ServerSpec
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.client.session import ClientSession
+    from mcp.shared.message import SessionMessage
+
+log = logging.getLogger("gateway.upstream")
+
+#: One message from a server may be at most this long (a line on stdio, an event over HTTP); a
+#: server that sends more is stopped and started again: it floods, or it is not an MCP server.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+#: A line a server writes to stderr is logged up to this many characters.
+MAX_STDERR_LINE = 1000
+#: Restarts wait this long at first, doubling up to RESTART_MAX; a server that stayed up for
+#: STABLE_SECONDS starts the series again.
+RESTART_FIRST = 0.5
+RESTART_MAX = 30.0
+STABLE_SECONDS = 60.0
+#: Seconds a server gets to answer ``initialize`` and each page of ``tools/list``.
+CONNECT_TIMEOUT = 60.0
+#: At shut-down: seconds after stdin is closed before the process group gets SIGTERM, and after
+#: SIGTERM before it gets SIGKILL.
+STDIN_GRACE = 1.0
+TERM_GRACE = 2.0
+#: What of the gateway's environment a stdio server gets besides its own ``env``: enough to
+#: find programs and its files, and the locale; never the gateway's tokens and secrets.
+INHERITED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ")
+if sys.platform == "win32":  # pragma: no cover - what programs need there to start at all
+    INHERITED += ("SYSTEMROOT", "SYSTEMDRIVE", "TEMP", "TMP", "USERPROFILE", "APPDATA", "PATHEXT")
+
+
+def server_environment(spec: ServerSpec, gateway_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a stdio server starts with: ``PATH``, ``HOME``, the locale (``LANG``,
+    ``LC_*``) of the gateway's, then the server's own ``env`` on top."""
+    env = {k: v for k, v in gateway_env.items() if k in INHERITED or k.startswith("LC_")}
+    env.update(spec.env)
+    return env
+
+
+class State(enum.StrEnum):
+    STARTING = "starting"
+    UP = "up"
+    DOWN = "down"
+    STOPPED = "stopped"
+
+
+# --- the stdio transport ------------------------------------------------------------------------
+
+
+class ServerProcess:
+    """One stdio server: a process in its own process group, newline-delimited JSON-RPC on its
+    stdin and stdout, each stderr line into the gateway's log (redacted, rate-limited like every
+    line) under ``gateway.server.<name>``.
+
+    The handle stays here for whoever must act on the process itself: :attr:`pid`,
+    :meth:`memory` (resident bytes), :meth:`kill`. Use :func:`open_process`."""
+
+    def __init__(self, name: str, process: anyio.abc.Process) -> None:
+        self.name = name
+        self.process = process
+        self.pid = process.pid
+        #: the last lines it wrote to stderr (they often say why it exited)
+        self.stderr_tail: deque[str] = deque(maxlen=3)
+        #: why the gateway ended the connection itself (a message over the size limit)
+        self.cut_off: str | None = None
+        self.closed = anyio.Event()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def memory(self) -> int | None:
+        """Resident memory in bytes (``VmRSS``), ``None`` where it cannot be read."""
+        try:
+            with open(f"/proc/{self.pid}/status", encoding="ascii", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
+    def signal_group(self, signum: int) -> None:
+        """Send ``signum`` to the server's whole process group (what it started too)."""
+        if sys.platform == "win32":  # pragma: no cover
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    def kill(self) -> None:
+        """End the server and everything it started at once (SIGKILL to its process group)."""
+        self.signal_group(signal.SIGKILL if hasattr(signal, "SIGKILL") else signal.SIGTERM)
+
+    def exit_reason(self) -> str:
+        """How it ended, for people: ``exited with code 1`` or ``killed by SIGKILL``."""
+        code = self.returncode
+        if self.cut_off is not None:
+            return self.cut_off
+        if code is None:
+            return "closed its standard output"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
+
+
+@contextlib.asynccontextmanager
+async def open_process(
+    spec: ServerSpec, env: Mapping[str, str], *, max_message: int = MAX_MESSAGE_BYTES
+) -> AsyncIterator[
+    tuple[
+        ServerProcess,
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """Start ``spec``'s command and yield its handle and the message streams a
+    ``ClientSession`` takes. On exit (also when cancelled) the process group is ended: stdin
+    closed, then SIGTERM after :data:`STDIN_GRACE`, SIGKILL after :data:`TERM_GRACE`."""
+    from subprocess import PIPE
+
+    import mcp_types as t
+    from mcp.shared.message import SessionMessage
+
+    assert spec.command is not None
+    process = await anyio.open_process(
+        [spec.command, *spec.args],
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        env=dict(env),
+        cwd=spec.cwd,
+        start_new_session=True,
+    )
+    handle = ServerProcess(spec.name, process)
+    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
+    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
+    server_log = logging.getLogger(f"gateway.server.{spec.name}")
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        pending = bytearray()
+        try:
+            async with to_session:
+                async for chunk in process.stdout:
+                    start = 0
+                    while (end := chunk.find(b"\n", start)) >= 0:
+                        pending += chunk[start:end]
+                        start = end + 1
+                        if len(pending) > max_message:
+                            break
+                        line = bytes(pending)
+                        pending.clear()
+                        if line.strip():
+                            await deliver(line)
+                    else:
+                        pending += chunk[start:]
+                    if len(pending) > max_message:
+                        handle.cut_off = (
+                            f"sent a message over {max_message // (1024 * 1024)} MB; the "
+                            "gateway stopped it"
+                        )
+                        log.error("server %s %s", spec.name, handle.cut_off)
+                        handle.kill()
+                        return
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            handle.closed.set()
+
+    async def deliver(line: bytes) -> None:
+        try:
+            message = t.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError:
+            # Not the protocol (a stray print on stdout): the line is dropped, the server goes on.
+            server_log.warning("wrote a line to stdout that is not a JSON-RPC message")
+            return
+        await to_session.send(SessionMessage(message))
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with from_session:
+                async for item in from_session:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            handle.closed.set()
+
+    stderr_done = anyio.Event()
+
+    async def read_stderr() -> None:
+        assert process.stderr is not None
+        pending = b""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async for chunk in _chunks(process.stderr, stderr_done):
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()[-MAX_STDERR_LINE * 4 :]
+                for raw in lines:
+                    text = raw.decode("utf-8", "replace").rstrip()[:MAX_STDERR_LINE]
+                    if text:
+                        handle.stderr_tail.append(text)
+                        server_log.info("%s", text)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdout)
+        tg.start_soon(write_stdin)
+        tg.start_soon(read_stderr)
+        try:
+            yield handle, from_server, to_server
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(handle)
+                # Its last words (why it exited, often) reach the log before it is let go.
+                with anyio.move_on_after(STDIN_GRACE):
+                    await stderr_done.wait()
+                if process.stderr is not None:
+                    with contextlib.suppress(Exception):
+                        await process.stderr.aclose()
+            tg.cancel_scope.cancel()
+
+
+async def _stop(handle: ServerProcess) -> None:
+    """Close stdin and give the server :data:`STDIN_GRACE` to exit, then SIGTERM its process
+    group and, :data:`TERM_GRACE` later, SIGKILL it (what it started goes with it)."""
+    process = handle.process
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+    if not await _exited(process, STDIN_GRACE):
+        handle.signal_group(signal.SIGTERM)
+        if not await _exited(process, TERM_GRACE):
+            log.warning("server %s ignored SIGTERM; killing it", handle.name)
+    # Whatever is left of the group (children of a server that exited) goes too.
+    handle.kill()
+    await _exited(process, TERM_GRACE)
+    if process.stdout is not None:
+        with contextlib.suppress(Exception):
+            await process.stdout.aclose()
+
+
+async def _chunks(stream: anyio.abc.ByteReceiveStream, done: anyio.Event) -> AsyncIterator[bytes]:
+    """What ``stream`` sends until it ends; ``done`` is set then."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    finally:
+        done.set()
+
+
+async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
+    """Whether the process ended within ``timeout`` seconds (polled: ``wait()`` would also wait
+    for pipes a child of the server may still hold)."""
+    deadline = anyio.current_time() + timeout
+    while process.returncode is None:
+        if anyio.current_time() >= deadline:
+            return False
+        await anyio.sleep(0.01)
+    return True
+
+
+# --- the supervised session ----------------------------------------------------------------------
+
+
+@dataclass
+class Listing:
+    """What a server offers: its tools as it sent them (JSON, camelCase, every page)."""
+
+    tools: list[dict[str, Any]]
+    server_name: str
+    server_version: str
+
+
+#: Told each time an upstream (re)connected or listed its tools again.
+OnListing = Callable[["Upstream", Listing], Awaitable[None]]
+
+
+class Upstream:
+    """One mounted server, kept running: :meth:`run` connects, lists, serves calls and restarts
+    it with backoff until cancelled. Calls meanwhile answer ``BACKEND_UNAVAILABLE``."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        env: Mapping[str, str],
+        sanitizer: Sanitizer,
+        on_listing: OnListing,
+        on_up: Callable[[], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self._env = dict(env)
+        self._sanitize = sanitizer
+        self._on_listing = on_listing
+        self._on_up = on_up
+        self.state = State.STARTING
+        self.session: ClientSession | None = None
+        self.process: ServerProcess | None = None
+        self.restarts = 0
+        #: why it is not up (sanitized), ``None`` while it is
+        self.reason: str | None = "not started"
+        self.retry_at: float | None = None
+        #: set once it answered for the first time (its tools are listed)
+        self.answered = anyio.Event()
+        self.answered_at: float | None = None
+        self._relist = anyio.Event()
+        self._broken = anyio.Event()
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, serve, and connect again after each failure, waiting
+        :data:`RESTART_FIRST` doubling to :data:`RESTART_MAX`; until cancelled."""
+        delay = RESTART_FIRST
+        self.reason = "starting"
+        while True:
+            began = time.monotonic()
+            try:
+                await self._connected()
+            except Exception as exc:  # whatever the server or its transport did: it is down
+                self.reason = self._why(exc)
+            finally:
+                self.session = None
+            if time.monotonic() - began >= STABLE_SECONDS:
+                delay = RESTART_FIRST
+            self.state = State.DOWN
+            self.restarts += 1
+            self.retry_at = time.monotonic() + delay
+            log.warning(
+                "server %s is down (%s); %s again in %g s",
+                self.name,
+                self.reason,
+                "starting it" if self.spec.command is not None else "connecting",
+                delay,
+            )
+            await anyio.sleep(delay)
+            self.retry_at = None
+            delay = min(delay * 2, RESTART_MAX)
+            self.state = State.STARTING
+
+    def _why(self, exc: BaseException) -> str:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]  # a task group's: what went wrong in it
+        if isinstance(exc, FileNotFoundError):
+            return f"command {self.spec.command!r} not found"
+        if isinstance(exc, PermissionError):
+            return f"command {self.spec.command!r} cannot be run (permission denied)"
+        if isinstance(exc, TimeoutError):
+            return f"no answer to initialize or tools/list within {CONNECT_TIMEOUT:g} s"
+        text = str(exc) or type(exc).__name__
+        return self._sanitize(f"{type(exc).__name__}: {text}", max_chars=300)
+
+    async def _connected(self) -> None:
+        """One connection, from start to its end: returns (or raises) when it broke."""
+        self._broken = anyio.Event()
+        async with self._transport() as (read, write):
+            import mcp_types as t
+            from mcp.client.session import ClientSession
+
+            from . import __version__
+
+            async with ClientSession(
+                read,
+                write,
+                message_handler=self._on_message,
+                logging_callback=self._on_log,
+                client_info=t.Implementation(name="mcp-gateway", version=__version__),
+            ) as session:
+                with anyio.fail_after(CONNECT_TIMEOUT):
+                    init = await session.initialize()
+                    listing = await self._list(session, init.server_info)
+                self.session = session
+                self.state = State.UP
+                self.reason = None
+                if self._on_up is not None:
+                    self._on_up()
+                await self._on_listing(self, listing)
+                if not self.answered.is_set():
+                    self.answered_at = time.monotonic()
+                    self.answered.set()
+                log.info(
+                    "server %s is up: %s %s, %d tools",
+                    self.name,
+                    listing.server_name,
+                    listing.server_version,
+                    len(listing.tools),
+                )
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._relisting, session, init.server_info)
+                    await self._broken.wait()
+                    tg.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The message streams of a fresh connection; the connection breaks when they end."""
+        if self.spec.command is not None:
+            env = server_environment(self.spec, self._env)
+            async with open_process(self.spec, env) as (process, read, write):
+                self.process = process
+
+                async def watch() -> None:
+                    await process.closed.wait()
+                    self.reason = process.exit_reason()
+                    if not process.cut_off:
+                        await _exited(process.process, 0.5)
+                        self.reason = self._with_stderr(process.exit_reason(), process)
+                    self._broken.set()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watch)
+                    try:
+                        yield read, write
+                    finally:
+                        tg.cancel_scope.cancel()
+            return
+        import httpx2  # the SDK's HTTP client (it depends on it)
+        from mcp.client.streamable_http import streamable_http_client
+
+        assert self.spec.url is not None
+        # The SDK's own defaults: a server may hold a response stream open for a while.
+        client = httpx2.AsyncClient(
+            headers=dict(self.spec.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+        )
+        async with (
+            client,
+            streamable_http_client(
+                self.spec.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
+            ) as streams,
+        ):
+            yield streams
+
+    def _with_stderr(self, reason: str, process: ServerProcess) -> str:
+        last = process.stderr_tail[-1] if process.stderr_tail else ""
+        text = f"{reason}; its last words on stderr: {last}" if last else reason
+        return self._sanitize(text, max_chars=400)
+
+    async def _list(self, session: ClientSession, info: Any) -> Listing:
+        import mcp_types as t
+
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(1000):  # a server whose cursors never end is not listed for ever
+            params = t.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools += [
+                x.model_dump(by_alias=True, mode="json", exclude_none=True) for x in page.tools
+            ]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return Listing(
+            tools, str(getattr(info, "name", "") or ""), str(getattr(info, "version", "") or "")
+        )
+
+    async def _relisting(self, session: ClientSession, info: Any) -> None:
+        """List again each time the server says its tools changed (one listing at a time)."""
+        while True:
+            await self._relist.wait()
+            self._relist = anyio.Event()
+            try:
+                with anyio.fail_after(CONNECT_TIMEOUT):
+                    listing = await self._list(session, info)
+            except Exception as exc:
+                self.reason = self._why(exc)
+                self._broken.set()
+                return
+            await self._on_listing(self, listing)
+
+    async def _on_message(self, message: Any) -> None:
+        """Everything the server sends outside answers (and transport failures) lands here."""
+        import mcp_types as t
+
+        if isinstance(message, t.ToolListChangedNotification):
+            self._relist.set()
+        elif isinstance(message, Exception):
+            log.warning(
+                "server %s: %s", self.name, self._sanitize(f"{type(message).__name__}: {message}")
+            )
+            if self.spec.url is not None:  # HTTP: the connection is to be made again
+                self.reason = self._why(message)
+                self._broken.set()
+
+    async def _on_log(self, params: Any) -> None:
+        """A server's ``notifications/message``: into the gateway's log (issue 38 forwards)."""
+        logging.getLogger(f"gateway.server.{self.name}").info(
+            "log %s: %s", params.level, str(params.data)[:MAX_STDERR_LINE]
+        )
+
+    # -- using it ----------------------------------------------------------------------------------
+
+    def unavailable(self) -> GatewayError:
+        """``BACKEND_UNAVAILABLE`` naming the server and what happens next."""
+        stdio = self.spec.command is not None
+        down = "is not running" if stdio else "is not connected"
+        state = f"{down} ({self.reason})" if self.reason else down
+        if self.state is State.STARTING:
+            starting = "is starting" if stdio else "is being connected"
+            state = starting if self.restarts == 0 else f"{starting} again ({self.reason})"
+        wait = ""
+        if self.retry_at is not None:
+            again = "started" if stdio else "connected"
+            wait = f"; it is {again} again in {max(1, round(self.retry_at - time.monotonic()))} s"
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            f"MCP server {self.name!r} {state}{wait}: retry in a few seconds, or see "
+            "gateway_status",
+            backend_down=True,
+        )
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """``tools/call`` of the server's tool ``name``: its result as sent (JSON). Cancelling
+        the awaiting task (a timeout, the client's cancellation) sends the server
+        ``notifications/cancelled``."""
+        session = self.session
+        if session is None:
+            raise self.unavailable()
+        import mcp_types as t
+        from mcp import MCPError
+        from pydantic import ValidationError
+
+        request = t.CallToolRequest(params=t.CallToolRequestParams(name=name, arguments=arguments))
+        on_progress: Any = progress
+        try:
+            with self._span(name):
+                # The SDK puts the current trace context (this span's) in the request's _meta.
+                result: dict[str, Any] = await session.send_request(
+                    request, _RAW, progress_callback=on_progress
+                )
+            return result
+        except MCPError as exc:
+            raise self._refused(exc) from None
+        except ValidationError:
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"MCP server {self.name!r} answered with something that is not a tool result",
+                retryable=False,
+            ) from None
+
+    def _span(self, tool: str) -> contextlib.AbstractContextManager[Any]:
+        """With telemetry on, the call's child span: the request to this server."""
+        from .telemetry import current
+
+        telemetry = current()
+        if not telemetry.enabled:
+            return contextlib.nullcontext()
+        from opentelemetry.trace import SpanKind
+
+        from .telemetry import names as n
+
+        return telemetry.tracer.start_as_current_span(
+            f"upstream tools/call {telemetry.clean.name(tool)}",
+            kind=SpanKind.CLIENT,
+            attributes={
+                n.MCP_METHOD: "tools/call",
+                n.GEN_AI_TOOL: telemetry.clean.name(tool),
+                n.BACKEND: telemetry.clean.name(self.name),
+                n.NETWORK_TRANSPORT: "pipe" if self.spec.command is not None else "tcp",
+            },
+            record_exception=False,
+        )
+
+    def _refused(self, exc: Any) -> GatewayError:
+        import mcp_types as t
+
+        if exc.error.code == t.CONNECTION_CLOSED:
+            self._broken.set()
+            again = "started" if self.spec.command is not None else "connected"
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
+                f"MCP server {self.name!r} went away during the call; it is {again} again: "
+                "retry in a few seconds",
+                backend_down=True,
+            )
+        said = self._sanitize.backend_text(exc.error.message or "", 300)
+        if exc.error.code == t.INVALID_PARAMS:
+            return GatewayError(
+                ErrorCode.VALIDATION_ERROR,
+                f"MCP server {self.name!r} refused the arguments: {said}",
+            )
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"MCP server {self.name!r} answered with error {exc.error.code}: {said}",
+            retryable=False,
+        )
+
+    async def ping(self) -> str | None:
+        """The health check: a ``ping`` answered, or why not."""
+        session = self.session
+        if session is None:
+            raise self.unavailable()
+        from mcp import MCPError
+
+        try:
+            await session.send_ping()
+        except MCPError as exc:
+            raise self._refused(exc) from None
+        pid = f", pid {self.process.pid}" if self.process is not None else ""
+        return f"{self.spec.transport}{pid}"
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "transport": self.spec.transport,
+            "state": self.state.value,
+            "restarts": self.restarts,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.process is not None and self.state is State.UP:
+            out["pid"] = self.process.pid
+        return out
+
+
+class _Raw:
+    """What ``ClientSession.send_request`` builds a result with: here nothing, the JSON stays as
+    the server sent it (the session has checked it against the protocol's schema already)."""
+
+    @staticmethod
+    def model_validate(raw: Any, by_name: bool = False) -> Any:
+        return raw
+
+
+_RAW: Any = _Raw
