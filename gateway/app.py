@@ -201,11 +201,13 @@ class Gateway:
         loaded = {p.name for p in self.plugins if p.state is PluginState.LOADED}
         plugins = [p for p in self.plugins if p.name not in self.mounts.records]
         pinned = self.mounts.pinned_tools()
-        unpinned = {
-            r.name for r in self.mounts.records.values() if r.upstream is not None
-        } - {t.plugin.name for t in pinned}
+        unpinned = {r.name for r in self.mounts.records.values() if r.upstream is not None} - {
+            t.plugin.name for t in pinned
+        }
         return ToolNames(
-            known=frozenset([*(name for p in plugins for name in p.tools), *(t.name for t in pinned)]),
+            known=frozenset(
+                [*(name for p in plugins for name in p.tools), *(t.name for t in pinned)]
+            ),
             not_loaded=tuple(
                 sorted({p.name for p in plugins if p.state is PluginState.DISABLED} - loaded)
             ),

