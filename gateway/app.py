@@ -14,7 +14,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
-from .audit import AuditLog
+from .audit import build_audit_trail
 from .auth.identity import Identity, current_caller
 from .config import GatewayConfig, ToolNames, load_config, unexpanded_problem
 from .deployment import read_variables
@@ -22,6 +22,7 @@ from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
+from .limits import build_limiter
 from .mounts import Mounts
 from .pipeline import CallResult, build_pipeline
 from .plugins import (
@@ -137,6 +138,10 @@ class Gateway:
         )
         #: the MCP servers plugins mount (``register_servers``), reported among the plugins
         self.mounts = Mounts(config, self.registry, self.health, self.sanitizer, self.loader)
+        #: the audit sinks and the per-caller limits (``None``: no limit), built before the
+        #: built-in plugin registers their health checks; nothing connects yet
+        self.audit = build_audit_trail(config)
+        self.limiter = build_limiter(config)
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
         loaded = [p for p in self.loader.records if p.state is PluginState.LOADED]
@@ -146,11 +151,12 @@ class Gateway:
             self.policy,
             self.health,
             self.sanitizer,
-            AuditLog(config.audit_log),
+            self.audit,
             default_timeout=config.default_timeout,
             debug=config.debug,
             unavailable_hint=self.meanwhile,
             telemetry=self.telemetry,
+            limiter=self.limiter,
         )
         self._started = False
 
@@ -360,7 +366,10 @@ class Gateway:
             self.mounts.stop,
             self.loader.close_resources,
             self.backends.aclose,
+            self.audit.aclose,
         ]
+        if self.limiter is not None:
+            steps.append(self.limiter.aclose)
         if self.telemetry.enabled:
             steps.append(
                 lambda: anyio.to_thread.run_sync(self.telemetry.shutdown, TELEMETRY_STOP_SECONDS)
@@ -524,6 +533,18 @@ class _StatusPlugin:
                 tier=Tier.READ,
             )
         )
+
+    @hookimpl
+    def register_health_checks(self, register: Any) -> None:
+        """The services replicas share, when configured: reported by ``/readyz`` and
+        ``mcp-gateway health``, not required (reads still work while they are down, and a
+        readiness probe failing on every replica at once would stop those too)."""
+        database = self._gateway.audit.database
+        if database is not None:
+            register(HealthCheck(name="audit_database", check=database.check, required=False))
+        limiter = self._gateway.limiter
+        if limiter is not None and limiter.store is not None:
+            register(HealthCheck(name="limit_store", check=limiter.store.check, required=False))
 
 
 def build_gateway(

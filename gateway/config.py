@@ -65,6 +65,10 @@ ConfirmEachCall = Literal["destructive", "mutations", "none"]
 #: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+#: Where mutation calls are recorded (gateway/audit.py).
+AuditSinkName = Literal["file", "stderr", "postgres"]
+_REPLICA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,252}")
+_TABLE = re.compile(r"([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,62}")
 #: The shortest time a time setting takes: below it, every call or check would time out.
 LEAST_SECONDS = 0.1
 #: A day: the longest a call may run, a result be reused or a breaker stay open.
@@ -145,11 +149,63 @@ class GatewaySettings(BaseModel):
     )
     debug: bool = Field(False, description="Full tracebacks in the stderr log")
     log_level: LogLevel = Field("INFO", description="Level of the stderr log")
+    # Many replicas behind one balancer (docs/deploy.md, "What scales how").
+    replica_name: str | None = Field(
+        None, description="This replica's name in every audit record; unset: the host name"
+    )
+    audit_sinks: list[AuditSinkName] = Field(
+        default_factory=lambda: list[AuditSinkName](["file"]),
+        min_length=1,
+        description="Where mutation calls are recorded: file (audit_log), stderr (JSON "
+        "lines), postgres (audit_database_url); each must take a call's first record",
+    )
+    audit_database_url: SecretStr | None = Field(
+        None, description="PostgreSQL URL of the postgres audit sink (postgresql://...)"
+    )
+    audit_table: str = Field(
+        "mcp_gateway_audit", description="The postgres sink's table, created if missing"
+    )
+    limit_calls_per_minute: int | None = Field(
+        None, ge=1, le=1_000_000, description="Tool calls per minute per caller; unset: none"
+    )
+    limit_mutations_per_minute: int | None = Field(
+        None, ge=1, le=1_000_000, description="Mutation calls per minute per caller; unset: none"
+    )
+    limit_redis_url: SecretStr | None = Field(
+        None, description="Redis URL (redis://...) holding the limits for every replica"
+    )
 
-    @field_validator("token", mode="before")
+    @field_validator(
+        "token", "audit_database_url", "limit_redis_url", "replica_name", mode="before"
+    )
     @classmethod
-    def _empty_token_is_none(cls, value: Any) -> Any:
+    def _empty_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
+
+    @field_validator("replica_name")
+    @classmethod
+    def _replica_name(cls, value: str | None) -> str | None:
+        if value is not None and not _REPLICA_NAME.fullmatch(value):
+            raise ValueError(
+                "must be letters, digits, '.', '_', ':' or '-' (at most 253, starting with a "
+                "letter or digit), e.g. the pod's name"
+            )
+        return value
+
+    @field_validator("audit_table")
+    @classmethod
+    def _audit_table(cls, value: str) -> str:
+        if not _TABLE.fullmatch(value):
+            raise ValueError(
+                "must be a table name of lower-case letters, digits and '_' (at most 63), "
+                "optionally after a schema name and '.', e.g. audit.mcp_gateway"
+            )
+        return value
+
+    @field_validator("audit_sinks")
+    @classmethod
+    def _once_each(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
 
     @field_validator("log_level", "confirm_each_call", mode="before")
     @classmethod
@@ -245,7 +301,14 @@ class GatewayConfig(GatewaySettings):
         return set(self._consulted)
 
 
-_LISTS = {"deny_tools", "plugins", "disable_plugins", "allowed_hosts", "allowed_origins"}
+_LISTS = {
+    "deny_tools",
+    "plugins",
+    "disable_plugins",
+    "allowed_hosts",
+    "allowed_origins",
+    "audit_sinks",
+}
 
 
 def _from_env(key: str, value: str, name: str) -> Any:
@@ -297,6 +360,13 @@ def unexpanded_problem(variable: str, name: str) -> str:
 def label(where: str, key: str, table: str = "gateway") -> str:
     """``gw.toml:3: [gateway] read_only``, or just the variable (``MCP_GATEWAY_READ_ONLY``)."""
     return where if where.startswith(ENV_PREFIX) else f"{where}: [{table}] {key}"
+
+
+def setting_label(config: GatewayConfig, key: str) -> str:
+    """Where ``[gateway]`` setting ``key`` came from, as :func:`label` says it (just ``key``
+    for a default or a value given in code)."""
+    where = config.origins.get(key)
+    return label(where, key) if where and where != key else key
 
 
 def _validate(values: dict[str, Any], origins: Mapping[str, str]) -> GatewaySettings:
@@ -447,6 +517,7 @@ def load_config(
             values[key] = [v.strip() if isinstance(v, str) else v for v in values[key]]
             values[key] = [v for v in values[key] if v != ""]
     settings = _validate(values, origins)
+    _check_shared_services(settings, origins)
 
     tables: dict[str, dict[str, Any]] = {}
     references: set[str] = set()
@@ -514,6 +585,50 @@ def _check_written(model: type[BaseModel], key: str, value: Any, where: str) -> 
     problem = file_value_problem(model, key, value, variable=names[0] if names else None)
     if problem:
         raise ConfigError(f"{where}{problem}")
+
+
+def _check_shared_services(settings: GatewaySettings, origins: Mapping[str, str]) -> None:
+    """The settings of the audit database and the limit store go together: a URL that
+    nothing uses, or a sink or limit store without its URL, is a mistake (the operator meant
+    one of them), and a URL must name the service it is for. The URLs hold passwords: only
+    their scheme is ever shown."""
+
+    def where(key: str) -> str:
+        return label(origins.get(key, key), key)
+
+    postgres = "postgres" in settings.audit_sinks
+    url = settings.audit_database_url
+    if postgres and url is None:
+        raise ConfigError(
+            f"{where('audit_sinks')}: the postgres sink needs audit_database_url "
+            f"({ENV_PREFIX}AUDIT_DATABASE_URL=postgresql://user:password@host/db)"
+        )
+    if url is not None:
+        if not postgres:
+            raise ConfigError(
+                f"{where('audit_database_url')}: set, but audit_sinks does not name postgres: "
+                'add it (audit_sinks = ["file", "postgres"]) or unset the URL'
+            )
+        scheme = url.get_secret_value().partition("://")[0].lower()
+        if scheme not in ("postgresql", "postgres"):
+            raise ConfigError(
+                f"{where('audit_database_url')}: must be a postgresql:// URL "
+                "(postgresql://user:password@host:5432/db)"
+            )
+    redis = settings.limit_redis_url
+    limited = settings.limit_calls_per_minute or settings.limit_mutations_per_minute
+    if redis is not None:
+        if not limited:
+            raise ConfigError(
+                f"{where('limit_redis_url')}: set, but no limit is: set "
+                "limit_calls_per_minute and/or limit_mutations_per_minute, or unset the URL"
+            )
+        scheme = redis.get_secret_value().partition("://")[0].lower()
+        if scheme not in ("redis", "rediss", "unix"):
+            raise ConfigError(
+                f"{where('limit_redis_url')}: must be a redis://, rediss:// or unix:// URL "
+                "(redis://:password@host:6379/0)"
+            )
 
 
 def _check_audit_log(path: Path, setting: str) -> None:

@@ -28,6 +28,7 @@ class ErrorCode(enum.StrEnum):
     BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
     BACKEND_ERROR = "BACKEND_ERROR"
     TIMEOUT = "TIMEOUT"
+    RATE_LIMITED = "RATE_LIMITED"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
@@ -42,6 +43,7 @@ RETRYABLE_DEFAULT: dict[ErrorCode, bool] = {
     ErrorCode.BACKEND_UNAVAILABLE: True,
     ErrorCode.BACKEND_ERROR: True,
     ErrorCode.TIMEOUT: True,
+    ErrorCode.RATE_LIMITED: True,
     ErrorCode.INTERNAL_ERROR: False,
 }
 

@@ -17,7 +17,7 @@ import errno
 import hmac
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -34,6 +34,7 @@ from .auth.identity import ANONYMOUS, TOKEN_HOLDER, calling_as
 from .auth.settings import AuthConfig, AuthConfigError, is_loopback_host
 from .connections import GuardedH11Protocol
 from .lifecycle import SignalGuard, run
+from .limits import LimitGate
 from .server import build_server
 from .spec import Tier
 
@@ -252,9 +253,21 @@ def build_http_app(
     modern = StreamableHTTPSessionManager(
         app=server, json_response=False, stateless=True, security_settings=security
     )
-    streams = ModernStreams(app, modern)
+    streams: ASGIApp = ModernStreams(app, modern)
+    if gateway.limiter is not None:  # inside the authentication: the caller is known there
+        streams = LimitGate(streams, gateway.limiter, _mutation_of(gateway), MCP_PATH)
     guarded = _oauth(streams, gateway, auth, host, port) if auth else BearerAuth(streams, token)
     return HostOriginGuard(guarded, hosts, origins)
+
+
+def _mutation_of(gateway: Gateway) -> Callable[[str], bool | None]:
+    """Whether an offered tool is a mutation (``None``: no such tool offered)."""
+
+    def mutation(name: str) -> bool | None:
+        tool = gateway.offered_tool(name)
+        return None if tool is None else tool.tier is Tier.MUTATION
+
+    return mutation
 
 
 def allowed_names(

@@ -138,6 +138,17 @@ class StderrWriter(logging.Handler):
                 return
             self._pending += 1
 
+    def put(self, data: bytes) -> bool:
+        """Queue ``data`` (whole lines) to be written as it is, between log lines, never
+        inside one; ``False`` when the queue is full (stderr is not being read)."""
+        with self._lock:
+            try:
+                self._queue.put_nowait(data)
+            except queue.Full:
+                return False
+            self._pending += 1
+        return True
+
     def _pump(self) -> None:
         while True:
             data = self._queue.get()
@@ -172,6 +183,22 @@ class StderrWriter(logging.Handler):
         with contextlib.suppress(queue.Full):
             self._queue.put_nowait(None)
         super().close()
+
+
+def write_stderr(data: bytes) -> bool:
+    """Whole lines of ``data`` on stderr, by the log's writer when logging is configured (so
+    they never land inside a log line, and never block the caller), else written at once.
+    ``False`` when they could not be: the writer's queue is full, or stderr is closed."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, StderrWriter) and handler.get_name() == _HANDLER_NAME:
+            return handler.put(data)
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(2, view) :]
+    except OSError:
+        return False
+    return True
 
 
 def _log_uncaught(

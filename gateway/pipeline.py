@@ -3,12 +3,13 @@
 A layer is ``async (call, call_next) -> CallResult``, like FastMCP's ``on_call_tool(context,
 call_next)``. The gateway composes the layers its configuration needs, outermost first::
 
-    telemetry → errors → policy → scopes → validation → audit → breaker → timeout → (run)
+    telemetry → errors → policy → scopes → limits → validation → audit → breaker → timeout → (run)
 
 A layer refuses a call by raising :class:`~gateway.errors.GatewayError`; the errors layer turns
 whatever was raised inside it into the one sanitized error result. Layers that must know how a
 call ended (audit, breaker, telemetry) see either the result or that error on its way out.
-Telemetry is installed only when it is on, scopes only with OAuth; the others always run.
+Telemetry is installed only when it is on, scopes only with OAuth, limits only when a limit
+is set; the others always run.
 Innermost, :class:`Runner` runs the tool's own code (a plugin's handler, a mounted server's
 call) and turns whatever it raised or returned into a deliberate error or the shaped result.
 """
@@ -28,7 +29,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .audit import AuditLog, redact_arguments
+from .audit import AuditTrail, redact_arguments
 from .auth.identity import Identity, current_caller
 from .callstate import CURRENT_CALL, CallState
 from .errors import (
@@ -41,6 +42,7 @@ from .errors import (
 )
 from .health import HealthMonitor
 from .lifecycle import plugin_fault
+from .limits import Limiter
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .rest.status import classify_exception
@@ -300,6 +302,27 @@ class Scopes:
         return await call_next(call)
 
 
+class RateLimits:
+    """Calls and mutations per minute per caller (installed only when a limit is set): a
+    call over a limit is refused, ``RATE_LIMITED``, saying when to retry; one the HTTP
+    transport already counted (see :class:`~gateway.limits.LimitGate`) is not counted again."""
+
+    def __init__(self, limiter: Limiter) -> None:
+        self.limiter = limiter
+
+    async def __call__(self, call: Call, call_next: Next) -> CallResult:
+        tool = call.served
+        if not self.limiter.counted(tool.name):
+            try:
+                await self.limiter.admit(call.caller, tool.name, tool.tier is Tier.MUTATION)
+            except GatewayError as err:
+                call.trace.refused(
+                    "rate_limited" if err.code is ErrorCode.RATE_LIMITED else "limits_unavailable"
+                )
+                raise
+        return await call_next(call)
+
+
 class Validation:
     """The arguments, checked against the tool's published ``inputSchema`` before any I/O
     (see :meth:`RegisteredTool.validate`); a valid call gets its correlation id."""
@@ -311,10 +334,10 @@ class Validation:
 
 
 class Audit:
-    """Every mutation call is written to the audit log before it runs (``STARTED``; refused
-    when that line cannot be written) and when it ends (its outcome, or ``CANCELLED``)."""
+    """Every mutation call is written to the audit trail before it runs (``STARTED``; refused
+    when a sink cannot take it) and when it ends (its outcome, or ``CANCELLED``)."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: AuditTrail) -> None:
         self.audit = audit
 
     async def __call__(self, call: Call, call_next: Next) -> CallResult:
@@ -327,26 +350,42 @@ class Audit:
             "plugin": tool.plugin.name,
             "correlation_id": call.correlation_id,
         }
-        if not self.audit.write(
+        failed = await self.audit.write(
             {
                 **common,
                 "outcome": "STARTED",
                 "arguments": redact_arguments(call.arguments),
                 **call.caller.audit_fields(),
             }
-        ):
-            # Fail closed: a change nobody could trace afterwards is not made.
+        )
+        if failed:
+            # Fail closed: a change nobody could trace afterwards is not made. The sinks that
+            # took STARTED are told how it ended, so no STARTED is left open for nothing.
             call.trace.refused("audit_unavailable")
-            raise GatewayError(
-                ErrorCode.INTERNAL_ERROR,
-                f"tool {tool.name!r} was not run: the audit log cannot be written, so the "
-                "gateway refuses every change until it can; nothing was done. Tell the "
-                "operator (the gateway log has the reason)",
-            )
+            took = [s for s in self.audit.sinks if s not in failed]
+            if any(s.name == "postgres" for s in failed):
+                error = GatewayError(
+                    ErrorCode.BACKEND_UNAVAILABLE,
+                    f"tool {tool.name!r} was not run: the audit database cannot be reached, "
+                    "so the gateway refuses every change until it can; nothing was done. "
+                    "Retry in 30 s; if it persists, tell the operator",
+                )
+            else:
+                error = GatewayError(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"tool {tool.name!r} was not run: the audit log cannot be written, so the "
+                    "gateway refuses every change until it can; nothing was done. Tell the "
+                    "operator (the gateway log has the reason)",
+                )
+            if took:
+                await self.audit.write(
+                    {**common, "outcome": error.code.value, **call.caller.audit_fields()}, took
+                )
+            raise error
 
-        def outcome(code: str) -> None:
+        async def outcome(code: str) -> None:
             duration = round((time.perf_counter() - started) * 1000, 1)
-            self.audit.write(
+            await self.audit.write(
                 {
                     **common,
                     "outcome": code,
@@ -358,14 +397,16 @@ class Audit:
         try:
             result = await call_next(call)
         except GatewayError as err:
-            outcome(err.code.value)
+            await outcome(err.code.value)
             raise
         except BaseException:
             # Only a cancellation of the call (the client's, shutdown's) gets here: the change
-            # may be half done, and the log must say so, not leave STARTED alone.
-            outcome("CANCELLED")
+            # may be half done, and the log must say so, not leave STARTED alone. Shielded:
+            # the cancelled scope would end an awaited write at once.
+            with anyio.CancelScope(shield=True):
+                await outcome("CANCELLED")
             raise
-        outcome(result.code)
+        await outcome(result.code)
         return result
 
 
@@ -596,18 +637,21 @@ def build_pipeline(
     policy: Policy,
     health: HealthMonitor,
     sanitizer: Sanitizer,
-    audit: AuditLog,
+    audit: AuditTrail,
     *,
     default_timeout: float,
     unavailable_hint: Callable[[RegisteredTool], str | None],
     debug: bool = False,
     telemetry: Telemetry | None = None,
+    limiter: Limiter | None = None,
 ) -> Pipeline:
     """The layers this deployment needs, in their order (see the module's docstring)."""
     outer: list[Layer] = [Traced(telemetry)] if telemetry is not None and telemetry.enabled else []
     refusals: list[Layer] = [PolicyLayer(registry, policy, default_timeout)]
     if policy.scopes is not None:
         refusals.append(Scopes(policy))
+    if limiter is not None:
+        refusals.append(RateLimits(limiter))
     refusals += [Validation(), Audit(audit)]
     running: list[Layer] = [Breaker(health), Timeout(default_timeout)]
     return Pipeline(
