@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from .configkit import ConfigError
+from .errors import ErrorCode, GatewayError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -249,9 +250,10 @@ class PostgresAudit:
                     await conn.execute("SELECT 1")
         except Exception as exc:
             await self._drop()
-            raise ConnectionError(
+            raise GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
                 f"the audit database cannot be reached ({type(exc).__name__}): mutations "
-                "are refused until it can"
+                "are refused until it can",
             ) from None
         return f"table {self.table}"
 

@@ -199,9 +199,10 @@ class RedisWindows:
             with anyio.fail_after(REDIS_SECONDS * 4):
                 await self._client.ping()
         except Exception as exc:
-            raise ConnectionError(
+            raise GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
                 f"the limit store (Redis) cannot be reached ({type(exc).__name__}): mutations "
-                "are refused and reads limited per replica until it can"
+                "are refused and reads limited per replica until it can",
             ) from None
         self._down_until = 0.0
         return "redis"

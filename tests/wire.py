@@ -285,3 +285,33 @@ class HttpServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+MODERN = "2026-07-28"
+
+
+def tool_call(
+    tool: str, arguments: dict[str, Any], *, modern: bool, token: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The body and headers of one raw ``tools/call`` over HTTP: a 2026-07-28 request (its
+    ``Mcp-Method``/``Mcp-Name`` headers name the tool, its ``_meta`` carries the version) or a
+    2025-06-18 one (stateless JSON, no headers naming the tool)."""
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    headers = dict(MCP_HEADERS)
+    if modern:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "wire-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        headers.update(
+            {
+                "Accept": "application/json",
+                "MCP-Protocol-Version": MODERN,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": tool,
+            }
+        )
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers
