@@ -277,12 +277,14 @@ def haproxy_config(
     health_path: str | None = None,
     health_host: str | None = None,
     retries: int = 2,
+    forward_for: bool = False,
 ) -> str:
     """Round robin over ``backends``. A request whose connection failed is tried again on
     another server (``retry-on conn-failure``, ``option redispatch 1``); nothing else is
     retried, so a request a server may have run (a mutation) is never sent twice. With
     ``health_path``, servers are checked every second (``GET`` with ``Host: health_host``:
-    the gateway checks Host headers) and taken out while they fail."""
+    the gateway checks Host headers) and taken out while they fail. ``forward_for``: each
+    request carries its client's address in ``X-Forwarded-For``."""
     lines = [
         "global",
         "    log stderr format raw local0 notice",
@@ -305,6 +307,8 @@ def haproxy_config(
         "backend replicas",
         "    balance roundrobin",
     ]
+    if forward_for:
+        lines.append("    option forwardfor")
     check = ""
     if health_path:
         lines.append("    option httpchk")
@@ -323,6 +327,7 @@ def haproxy(
     health_path: str | None = None,
     health_host: str | None = None,
     retries: int = 2,
+    forward_for: bool = False,
 ) -> Iterator[HAProxy]:
     """Debian's haproxy in front of ``backends`` (see :func:`haproxy_config`), on a free port,
     in the foreground."""
@@ -335,6 +340,7 @@ def haproxy(
         health_path=health_path,
         health_host=health_host,
         retries=retries,
+        forward_for=forward_for,
     )
     with tempfile.TemporaryDirectory(prefix="mcp-gateway-haproxy-") as folder:
         path = Path(folder) / "haproxy.cfg"

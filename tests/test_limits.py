@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,6 +15,7 @@ import pytest
 import redis as redis_client
 from conftest import gateway_env
 from pydantic import BaseModel, ConfigDict
+from replicas import redis_time, within_one_window
 from services import Redis, free_port, redis_server
 from wire import HttpServer, tool_call
 
@@ -29,24 +30,6 @@ pytestmark = pytest.mark.e2e
 TOKEN = "limits-test-token-71d0e2"
 ALICE = Identity(subject="alice@example.com", client_id="cli", scopes=None, via="jwt")
 BOB = Identity(subject="bob@example.com", client_id="cli", scopes=None, via="jwt")
-
-
-def within_one_window(now: Callable[[], float], need: float = 15.0) -> None:
-    """Wait, when fewer than ``need`` seconds are left of the current window of ``now``'s
-    clock, for the next one: the counts a test makes then fall in one window."""
-    left = WINDOW_SECONDS - now() % WINDOW_SECONDS
-    if left < need:
-        time.sleep(left + 0.05)
-
-
-def redis_time(url: str) -> Callable[[], float]:
-    client = redis_client.Redis.from_url(url)
-
-    def now() -> float:
-        seconds, micros = client.time()
-        return float(seconds) + micros / 1e6
-
-    return now
 
 
 class _In(BaseModel):
