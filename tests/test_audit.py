@@ -92,12 +92,16 @@ def test_a_short_audit_write_refuses_the_mutation_and_never_glues_lines(tmp_path
 
 
 class _SlowChange:
+    def __init__(self) -> None:
+        self.running = anyio.Event()
+
     @hookimpl
     def register_tools(self, register: Any) -> None:
         class In(BaseModel):
             model_config = ConfigDict(extra="forbid")
 
         async def change(args: In, ctx: object) -> dict[str, Any]:
+            self.running.set()
             await anyio.sleep(10)
             return {}
 
@@ -121,12 +125,19 @@ class _SlowChange:
 
 @pytest.mark.anyio
 async def test_a_cancelled_mutation_records_cancelled_not_only_started(tmp_path):
-    gw = make_gateway(objects={"p": _SlowChange()}, entry_points=False, cwd=tmp_path)
+    slow = _SlowChange()
+    gw = make_gateway(objects={"p": slow}, entry_points=False, cwd=tmp_path)
     async with gw:
-        with anyio.move_on_after(0.3) as scope:
-            await gw.call("change")
+        # Cancelled 0.3 s after the handler began (not after the call was made: the first
+        # call of a tool builds its model, which takes longer on a loaded machine).
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(gw.call, "change")
+                await slow.running.wait()
+                await anyio.sleep(0.3)
+                scope.cancel()
     assert scope.cancelled_caught
     lines = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [x["outcome"] for x in lines] == ["STARTED", "CANCELLED"]
     assert lines[0]["correlation_id"] == lines[1]["correlation_id"]
-    assert lines[1]["duration_ms"] >= 250
+    assert lines[1]["duration_ms"] >= 300

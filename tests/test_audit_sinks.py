@@ -28,6 +28,7 @@ pytestmark = pytest.mark.e2e
 class _KeyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     key: str
+    hold: float = 0
 
 
 class _Ledger:
@@ -38,11 +39,14 @@ class _Ledger:
         self.dsn = dsn
         self.table = table
         self.runs: list[str] = []
+        self.running = anyio.Event()
 
     @hookimpl
     def register_tools(self, register: Any) -> None:
         async def record(args: _KeyIn, ctx: ToolContext[Any]) -> dict[str, Any]:
             self.runs.append(args.key)
+            self.running.set()
+            await anyio.sleep(args.hold)
             seen = None
             if self.dsn:
                 async with await psycopg.AsyncConnection.connect(self.dsn) as conn:
@@ -188,6 +192,27 @@ async def test_a_dropped_database_connection_is_replaced_without_a_refusal_or_a_
     assert [r["outcome"] for r in rows] == ["OK", "OK"]
     assert len({r["correlation_id"] for r in rows}) == 2
     assert not (tmp_path / "audit.jsonl").exists()  # the file sink was not configured
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_mutation_completes_its_row_as_cancelled(tmp_path, pg):
+    ledger = _Ledger()
+    gw = make_gateway(
+        objects={"ledger": ledger},
+        entry_points=False,
+        cwd=tmp_path,
+        audit_sinks=["postgres"],
+        audit_database_url=pg.dsn,
+        audit_table="cancelled",
+    )
+    async with gw:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(gw.call, "record", {"key": "k", "hold": 10})
+                await ledger.running.wait()
+                scope.cancel()  # the client went away while the change ran
+    (row,) = _rows(pg, "cancelled")
+    assert row["outcome"] == "CANCELLED" and row["ended_at"] is not None
 
 
 @pytest.mark.anyio
