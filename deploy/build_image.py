@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Build the gateway's container image: first a wheelhouse, then the Containerfile.
 
-    python3 deploy/build_image.py [--plugins queue,gitea] [--base IMAGE] [--tag NAME]
-        [--engine "podman ..."] [--python-version X.Y.Z] [--wheelhouse-only] [-- BUILD-OPTIONS]
+    python3 deploy/build_image.py [--plugins queue,gitea] [--extras postgres,redis]
+        [--base IMAGE] [--tag NAME] [--engine "podman ..."] [--python-version X.Y.Z] [--wheelhouse-only] [-- BUILD-OPTIONS]
 
 The wheelhouse (``build/wheelhouse``) holds wheels of the core, the chosen plugins (with the
 plugins of this repository they depend on) and every third-party dependency: pip builds and
@@ -14,7 +14,8 @@ and for this machine's platform: build on the base's architecture, with a C libr
 than the base's.
 
 ``--plugins`` names folders under ``plugins/`` (default: all of them); the image installs
-exactly those. ``--engine`` is the container command with its global options (default
+exactly those. ``--extras`` names optional parts of the core to install with it: ``postgres``
+(the audit table), ``redis`` (limits shared by replicas), ``otel`` (telemetry). ``--engine`` is the container command with its global options (default
 ``$CONTAINER_ENGINE``, else ``podman``, else ``docker``); options after ``--`` go to its
 ``build`` (e.g. ``--network=none``). Prints the image's name and size.
 """
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +110,11 @@ def _copy(folder: Path, dest: Path) -> Path:
     return target
 
 
-def build_wheelhouse(plugins: list[str], python_version: str) -> Path:
+#: The core's extras an image may install (pyproject.toml's optional dependencies).
+EXTRAS = ("otel", "postgres", "redis")
+
+
+def build_wheelhouse(plugins: list[str], python_version: str, extras: Sequence[str] = ()) -> Path:
     """Our wheels, built here, and every dependency's for Python ``python_version`` (the
     base's: a dependency may need a later patch release than the base has)."""
     if WHEELHOUSE.exists():
@@ -120,6 +126,11 @@ def build_wheelhouse(plugins: list[str], python_version: str) -> Path:
         print(f"build_image: wheels of {len(sources)} projects, dependencies for {python_version}")
         _run([*pip, "wheel", "--no-deps", "--wheel-dir", str(WHEELHOUSE), *sources], "pip wheel")
     ours = sorted(str(w) for w in WHEELHOUSE.glob("*.whl"))
+    if extras:  # the core's wheel with its extras: their dependencies are downloaded too
+        ours = [
+            f"{w}[{','.join(extras)}]" if Path(w).name.startswith("mcp_plugin_gateway-") else w
+            for w in ours
+        ]
     # Our wheels by file: pip takes these and never a distribution of the same name from an
     # index. Binary wheels only: pip can choose them for another Python than its own.
     download = [*pip, "download", "--dest", str(WHEELHOUSE), "--only-binary=:all:"]
@@ -163,13 +174,20 @@ def default_base() -> str:
 
 
 def build_image(
-    engine: list[str], plugins: list[str], tag: str, base: str | None, extra: list[str]
+    engine: list[str],
+    plugins: list[str],
+    tag: str,
+    base: str | None,
+    extra: list[str],
+    extras: Sequence[str] = (),
 ) -> int:
     cmd = [*engine, "build", "-f", str(ROOT / "Containerfile"), "-t", tag]
     if Path(engine[0]).name == "podman":
         # OCI images have no HEALTHCHECK: podman keeps it only in Docker's format.
         cmd += ["--format", "docker"]
     cmd += ["--build-arg", f"PLUGINS={' '.join(plugins)}"]
+    if extras:
+        cmd += ["--build-arg", f"EXTRAS={','.join(extras)}"]
     if base:
         cmd += ["--build-arg", f"BASE={base}"]
     print("build_image: " + shlex.join(cmd + extra + [str(ROOT)]))
@@ -202,6 +220,11 @@ def main(argv: list[str]) -> int:
         default=",".join(available()),
         help="comma-separated folders under plugins/ (default: all)",
     )
+    parser.add_argument(
+        "--extras",
+        default="",
+        help=f"comma-separated extras of the core to install ({', '.join(EXTRAS)}; default none)",
+    )
     parser.add_argument("--base", help="the base image (default: the Containerfile's BASE)")
     parser.add_argument("--tag", default="mcp-gateway:latest", help="the image's name")
     parser.add_argument(
@@ -222,6 +245,14 @@ def main(argv: list[str]) -> int:
     engine = shlex.split(args.engine)
     try:
         plugins = chosen([p.strip() for p in re.split(r"[,\s]+", args.plugins) if p.strip()])
+        extras = [e.strip() for e in re.split(r"[,\s]+", args.extras) if e.strip()]
+        for name in extras:
+            if name not in EXTRAS:
+                hint = difflib.get_close_matches(name, EXTRAS, n=1)
+                raise UsageError(
+                    f"--extras: unknown extra {name!r} (known: {', '.join(EXTRAS)})"
+                    + (f"; did you mean {hint[0]}?" if hint else "")
+                )
         version = args.python_version
         if version is None:
             version = (
@@ -234,11 +265,11 @@ def main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"build_image: {exc}", file=sys.stderr)
         return 2
-    build_wheelhouse(plugins, version)
+    build_wheelhouse(plugins, version, extras)
     if args.wheelhouse_only:
         print(f"build_image: wheelhouse in {WHEELHOUSE.relative_to(ROOT)}")
         return 0
-    return build_image(engine, plugins, args.tag, args.base, extra)
+    return build_image(engine, plugins, args.tag, args.base, extra, extras)
 
 
 if __name__ == "__main__":

@@ -196,14 +196,26 @@ def test_the_configmap_is_mounted_where_the_image_reads_its_configuration():
 
 
 def test_tokens_come_from_the_secret_the_docs_create():
-    (source,) = gateway_container()["envFrom"]
-    name = source["secretRef"]["name"]
-    assert "optional" not in source["secretRef"]  # no Secret, no pod: never an open gateway
-    assert f"kubectl create secret generic {name}" in (REPO / "docs" / "deploy.md").read_text()
-    assert f"kubectl create secret generic {name}" in (BASE / "kustomization.yaml").read_text()
-    # Nothing secret in the ConfigMap or the Deployment.
+    tokens, services = gateway_container()["envFrom"]
+    name = tokens["secretRef"]["name"]
+    assert "optional" not in tokens["secretRef"]  # no Secret, no pod: never an open gateway
+    # The URLs of the shared audit database and limit store: only for deployments using them
+    # (one that names them in its configuration without the URLs refuses to start).
+    assert services["secretRef"]["optional"] is True
+    docs = (REPO / "docs" / "deploy.md").read_text()
+    kustomization = (BASE / "kustomization.yaml").read_text()
+    for secret in (name, services["secretRef"]["name"]):
+        assert f"kubectl create secret generic {secret}" in docs
+        assert f"kubectl create secret generic {secret}" in kustomization
+    for variable in ("MCP_GATEWAY_AUDIT_DATABASE_URL", "MCP_GATEWAY_LIMIT_REDIS_URL"):
+        assert variable in docs and variable in kustomization
+    # Nothing secret in the ConfigMap or the Deployment: its one variable is the pod's name.
     assert "MCP_GATEWAY_TOKEN" not in yaml.safe_dump(one("ConfigMap"))
-    assert "env" not in gateway_container()
+    (replica,) = gateway_container()["env"]
+    assert replica == {
+        "name": "MCP_GATEWAY_REPLICA_NAME",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+    }
 
 
 def test_the_pod_runs_as_the_images_non_root_user_on_a_read_only_root():
