@@ -276,3 +276,32 @@ def test_over_http_a_call_named_in_its_headers_gets_429_with_retry_after(limited
     # Another client address is another caller (the shared token says nothing about who).
     other = _post(limited_gateway, modern=True, source="127.0.0.2")
     assert other.status_code == 200 and not other.json()["result"].get("isError")
+
+
+def test_readyz_and_health_say_when_redis_and_postgres_cannot_be_reached(tmp_path, cli_main):
+    env = gateway_env(
+        MCP_GATEWAY_TOKEN=TOKEN,
+        MCP_GATEWAY_PLUGINS="notes",
+        MCP_GATEWAY_LIMIT_CALLS_PER_MINUTE="100",
+        MCP_GATEWAY_LIMIT_REDIS_URL=f"redis://:pw-3391@127.0.0.1:{free_port()}/0",
+        MCP_GATEWAY_AUDIT_SINKS="file,postgres",
+        MCP_GATEWAY_AUDIT_DATABASE_URL=f"postgresql://u:pw-3391@127.0.0.1:{free_port()}/db",
+    )
+    with HttpServer(tmp_path, env) as server:
+        ready = server.client.get(
+            f"{server.url}/readyz", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+        )
+    # Ready (reads are served), and saying what is down.
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+    problems = ready.json()["problems"]
+    assert any(p.startswith("gateway/audit_database: failed: the audit database") for p in problems)
+    assert any(
+        p.startswith("gateway/limit_store: failed: the limit store (Redis)") for p in problems
+    )
+    assert "pw-3391" not in ready.text
+    done = cli_main(tmp_path, "health", env=env)
+    assert done.returncode == 0  # not required checks: the output says, the exit code does not
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert ["gateway", "audit_database", "failed", "no"] in [r[:4] for r in rows]
+    assert ["gateway", "limit_store", "failed", "no"] in [r[:4] for r in rows]
+    assert "pw-3391" not in done.stdout + done.stderr
