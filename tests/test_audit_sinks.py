@@ -17,6 +17,7 @@ import pytest
 from conftest import gateway_env
 from pydantic import BaseModel, ConfigDict
 from services import Postgres, free_port, postgres_server
+from wire import StdioServer
 
 from gateway import Mutation, ToolContext, ToolSpec, hookimpl
 from gateway.audit import PostgresAudit
@@ -260,6 +261,26 @@ def test_stderr_records_are_json_lines_apart_from_the_output(tmp_path, cli_main)
         assert "hello" not in json.dumps(r)  # argument values are never recorded
     assert records[0]["arguments"] == {"text": "str"}
     assert not list(tmp_path.rglob("audit.jsonl"))  # the file sink was not chosen
+
+
+def test_over_stdio_the_records_go_to_stderr_and_stdout_carries_only_the_protocol(tmp_path):
+    env = gateway_env(
+        MCP_GATEWAY_PLUGINS="notes",
+        MCP_GATEWAY_AUDIT_SINKS="stderr",
+        MCP_GATEWAY_REPLICA_NAME="r-1",
+    )
+    with StdioServer(tmp_path, env) as server:
+        params = {"name": "notes_add", "arguments": {"text": "over stdio"}}
+        server.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params})
+        message = server.read_message()  # the very next line on stdout is the answer
+        assert message["jsonrpc"] == "2.0" and message["id"] == 9, message
+        assert message["result"]["structuredContent"]["text"] == "over stdio"
+        assert server.proc.stdin is not None
+        server.proc.stdin.close()
+        assert server.wait() == 0
+        err = server.stderr()
+    records = [json.loads(x) for x in err.splitlines() if x.startswith('{"kind":"audit"')]
+    assert [(r["outcome"], r["replica"]) for r in records] == [("STARTED", "r-1"), ("OK", "r-1")]
 
 
 def test_every_record_names_the_host_when_no_replica_name_is_set(tmp_path, cli_main):
