@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import logging
 import os
 import signal
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,25 @@ class State(enum.StrEnum):
 
 # --- the stdio transport ------------------------------------------------------------------------
 
+#: ``mcp_types.CONNECTION_CLOSED``, without importing the SDK's types here.
+_CONNECTION_CLOSED = -32000
+
+
+def _dumps(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+class _Answer:
+    """What one of the gateway's own requests is waiting for."""
+
+    __slots__ = ("done", "error", "progress", "result")
+
+    def __init__(self, progress: ProgressFn | None) -> None:
+        self.done = anyio.Event()
+        self.progress = progress
+        self.result: dict[str, Any] | None = None
+        self.error: tuple[int, str, Any] | None = None
+
 
 class ServerProcess:
     """One stdio server: a process in its own process group, newline-delimited JSON-RPC on its
@@ -99,6 +119,113 @@ class ServerProcess:
         #: why the gateway ended the connection itself (a message over the size limit)
         self.cut_off: str | None = None
         self.closed = anyio.Event()
+        #: the gateway's own requests in flight (see :meth:`request`), by their id
+        self._waiting: dict[str, _Answer] = {}
+        self._sent = 0
+        self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
+
+    async def request(
+        self, method: str, params: dict[str, Any], progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """Send the server a request of the gateway's own (``tools/call``) and return its
+        result as sent (JSON); an error answer raises the SDK's ``MCPError``, as from a
+        session (``CONNECTION_CLOSED`` when the server goes away meanwhile).
+
+        The answer is taken straight from the line the reader parsed: not through the
+        session's dispatcher, its memory streams and tasks and its second check of the
+        result, which cost more than the rest of a mounted call together. Such a request
+        has a string id of its own (the session's are numbers) and doubles as its progress
+        token. Cancelling the awaiting task sends ``notifications/cancelled``."""
+        from mcp import MCPError
+
+        if self.closed.is_set():
+            raise MCPError(code=_CONNECTION_CLOSED, message="Connection closed")
+        self._sent += 1
+        ident = f"gw-{self._sent}"
+        if progress is not None:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = ident
+            params = {**params, "_meta": meta}
+        answer = _Answer(progress)
+        self._waiting[ident] = answer
+        line = _dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            try:
+                await stdin.send(line)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                raise MCPError(code=_CONNECTION_CLOSED, message="Connection closed") from None
+            await answer.done.wait()
+        except anyio.get_cancelled_exc_class():
+            # The call's timeout or the client's cancellation: the server is told to stop.
+            cancel = {"requestId": ident, "reason": "the gateway cancelled the call"}
+            note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+            with anyio.move_on_after(STDIN_GRACE, shield=True):
+                with contextlib.suppress(Exception):
+                    await stdin.send(_dumps(note))
+            raise
+        finally:
+            self._waiting.pop(ident, None)
+        if answer.error is not None:
+            raise MCPError(code=answer.error[0], message=answer.error[1], data=answer.error[2])
+        assert answer.result is not None
+        return answer.result
+
+    def answered(self, data: Any) -> bool:
+        """Whether ``data`` (a parsed line) belongs to one of :meth:`request`'s requests: its
+        answer, or its progress. Then it is dealt with here."""
+        if not isinstance(data, dict):
+            return False
+        ident = data.get("id")
+        if isinstance(ident, str):
+            answer = self._waiting.get(ident)
+            if answer is None:
+                return False
+            result, error = data.get("result"), data.get("error")
+            if isinstance(result, dict):
+                answer.result = result
+            elif isinstance(error, dict):
+                code = error.get("code")
+                message = error.get("message")
+                answer.error = (
+                    code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+                    message if isinstance(message, str) else "",
+                    error.get("data"),
+                )
+            else:
+                answer.error = (-32603, "the answer is not a JSON-RPC result", None)
+            answer.done.set()
+            return True
+        if data.get("method") != "notifications/progress":
+            return False
+        params = data.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        answer = self._waiting.get(token) if isinstance(token, str) else None
+        if answer is None or answer.progress is None:
+            return answer is not None
+        assert isinstance(params, dict)
+        done, total, message = params.get("progress"), params.get("total"), params.get("message")
+        if isinstance(done, int | float) and not isinstance(done, bool) and self._spawn:
+            report = answer.progress
+
+            async def tell() -> None:  # in a task of its own: the reader goes on reading
+                with contextlib.suppress(Exception):
+                    await report(
+                        float(done),
+                        float(total) if isinstance(total, int | float) else None,
+                        message if isinstance(message, str) else None,
+                    )
+
+            self._spawn(tell)
+        return True
+
+    def _gone(self) -> None:
+        """The connection ended: every request still waiting is answered so."""
+        for answer in self._waiting.values():
+            if not answer.done.is_set():
+                answer.error = (_CONNECTION_CLOSED, "Connection closed", None)
+                answer.done.set()
 
     @property
     def returncode(self) -> int | None:
@@ -160,6 +287,7 @@ async def open_process(
 
     import mcp_types as t
     from mcp.shared.message import SessionMessage
+    from pydantic_core import from_json
 
     assert spec.command is not None
     process = await anyio.open_process(
@@ -206,10 +334,14 @@ async def open_process(
             pass
         finally:
             handle.closed.set()
+            handle._gone()
 
     async def deliver(line: bytes) -> None:
         try:
-            message = t.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            data = from_json(line)
+            if handle.answered(data):
+                return
+            message = t.jsonrpc_message_adapter.validate_python(data, by_name=False)
         except ValueError:
             # Not the protocol (a stray print on stdout): the line is dropped, the server goes on.
             server_log.warning("wrote a line to stdout that is not a JSON-RPC message")
@@ -242,6 +374,7 @@ async def open_process(
                         server_log.info("%s", text)
 
     async with anyio.create_task_group() as tg:
+        handle._spawn = tg.start_soon
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
         tg.start_soon(read_stderr)
@@ -560,15 +693,28 @@ class Upstream:
         from mcp import MCPError
         from pydantic import ValidationError
 
-        request = t.CallToolRequest(params=t.CallToolRequestParams(name=name, arguments=arguments))
-        on_progress: Any = progress
+        process = self.process
         try:
-            with self._span(name):
+            with self._span(name) as span:
+                if process is not None:
+                    params: dict[str, Any] = {"name": name, "arguments": arguments}
+                    if span is not None:
+                        from opentelemetry.propagate import inject
+
+                        params["_meta"] = {}
+                        inject(params["_meta"])  # this span's trace context
+                    result = await process.request("tools/call", params, progress)
+                    t.CallToolResult.model_validate(result, by_name=False)
+                    return result
+                request = t.CallToolRequest(
+                    params=t.CallToolRequestParams(name=name, arguments=arguments)
+                )
+                on_progress: Any = progress
                 # The SDK puts the current trace context (this span's) in the request's _meta.
-                result: dict[str, Any] = await session.send_request(
+                sent: dict[str, Any] = await session.send_request(
                     request, _RAW, progress_callback=on_progress
                 )
-            return result
+            return sent
         except MCPError as exc:
             raise self._refused(exc) from None
         except ValidationError:
