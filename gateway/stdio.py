@@ -197,8 +197,9 @@ _PIPE_BUFFER = 1024 * 1024
 class _PipeLines:
     """The lines of a pipe, read by the event loop itself: no thread hands them over."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, initial: bytes = b"") -> None:
         self._raw = raw
+        self._initial = initial  # what was read from the pipe before (a worker's first lines)
         self._reader: asyncio.StreamReader | None = None
         self._transport: asyncio.ReadTransport | None = None
 
@@ -210,6 +211,8 @@ class _PipeLines:
         if reader is None:
             loop = asyncio.get_running_loop()
             reader = self._reader = asyncio.StreamReader(limit=_PIPE_BUFFER, loop=loop)
+            if self._initial:
+                reader.feed_data(self._initial)
             self._transport, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._raw
             )

@@ -16,12 +16,14 @@ knows nothing of tools beyond their JSON. The SDK is imported only when a sessio
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections import deque
@@ -172,7 +174,7 @@ class ServerProcess:
         assert answer.result is not None
         return answer.result
 
-    def answered(self, data: Any) -> bool:
+    def takes(self, data: Any) -> bool:
         """Whether ``data`` (a parsed line) belongs to one of :meth:`request`'s requests: its
         answer, or its progress. Then it is dealt with here."""
         if not isinstance(data, dict):
@@ -270,9 +272,130 @@ class ServerProcess:
         return f"exited with code {code}"
 
 
+class _PipeIn(anyio.abc.ByteReceiveStream):
+    """A pipe of a process started before the event loop ran, read by the loop."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data = await self._reader.read(max_bytes)
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def aclose(self) -> None:
+        self._reader.feed_eof()
+
+
+class _PipeOut(anyio.abc.ByteSendStream):
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def send(self, item: bytes) -> None:
+        if self._writer.is_closing():
+            raise anyio.BrokenResourceError
+        try:
+            self._writer.write(item)
+            await self._writer.drain()
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+
+class _Started(anyio.abc.Process):
+    """A ``subprocess.Popen`` started before the event loop ran (a plugin's worker, so that
+    it starts while the gateway does), as the loop's process: its pipes read and written by
+    the loop."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self._stdin: anyio.abc.ByteSendStream | None = None
+        self._stdout: anyio.abc.ByteReceiveStream | None = None
+        self._stderr: anyio.abc.ByteReceiveStream | None = None
+
+    async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._popen.stdin and self._popen.stdout and self._popen.stderr
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, self._popen.stdin
+        )
+        self._stdin = _PipeOut(asyncio.StreamWriter(transport, protocol, None, loop))
+        for pipe, attr in ((self._popen.stdout, "_stdout"), (self._popen.stderr, "_stderr")):
+            reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES, loop=loop)
+            await loop.connect_read_pipe(
+                lambda r=reader: asyncio.StreamReaderProtocol(r, loop=loop),  # type: ignore[misc]
+                pipe,
+            )
+            setattr(self, attr, _PipeIn(reader))
+
+    async def aclose(self) -> None:
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
+
+    async def wait(self) -> int:
+        while self._popen.poll() is None:
+            await anyio.sleep(0.01)
+        return self._popen.returncode
+
+    def terminate(self) -> None:
+        self._popen.terminate()
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+    def send_signal(self, signal: signal.Signals) -> None:
+        self._popen.send_signal(signal)
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream | None:
+        return self._stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stdout
+
+    @property
+    def stderr(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stderr
+
+
+def start_process(spec: ServerSpec, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``spec``'s command now, before any event loop runs (see :class:`_Started`):
+    in its own process group, with ``env`` and nothing else, its three pipes for the gateway."""
+    assert spec.command is not None
+    return subprocess.Popen(
+        [spec.command, *spec.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        cwd=spec.cwd,
+        start_new_session=True,
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_process(
-    spec: ServerSpec, env: Mapping[str, str], *, max_message: int = MAX_MESSAGE_BYTES
+    spec: ServerSpec,
+    env: Mapping[str, str],
+    *,
+    max_message: int = MAX_MESSAGE_BYTES,
+    started: subprocess.Popen[bytes] | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+    stdin_grace: float = STDIN_GRACE,
 ) -> AsyncIterator[
     tuple[
         ServerProcess,
@@ -280,25 +403,31 @@ async def open_process(
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """Start ``spec``'s command and yield its handle and the message streams a
-    ``ClientSession`` takes. On exit (also when cancelled) the process group is ended: stdin
-    closed, then SIGTERM after :data:`STDIN_GRACE`, SIGKILL after :data:`TERM_GRACE`."""
-    from subprocess import PIPE
-
+    """Start ``spec``'s command (or take the one :func:`start_process` ``started``) and yield
+    its handle and the message streams a ``ClientSession`` takes. Each line it writes to
+    stderr goes to ``on_stderr`` (else to the log). On exit (also when cancelled) the process
+    group is ended: stdin closed, then SIGTERM after ``stdin_grace`` seconds, SIGKILL after
+    :data:`TERM_GRACE`."""
     import mcp_types as t
     from mcp.shared.message import SessionMessage
     from pydantic_core import from_json
 
     assert spec.command is not None
-    process = await anyio.open_process(
-        [spec.command, *spec.args],
-        stdin=PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        env=dict(env),
-        cwd=spec.cwd,
-        start_new_session=True,
-    )
+    process: anyio.abc.Process
+    if started is not None:
+        adopted = _Started(started)
+        process = adopted
+        await adopted.connect()
+    else:
+        process = await anyio.open_process(
+            [spec.command, *spec.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
     handle = ServerProcess(spec.name, process)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
@@ -339,7 +468,7 @@ async def open_process(
     async def deliver(line: bytes) -> None:
         try:
             data = from_json(line)
-            if handle.answered(data):
+            if handle.takes(data):
                 return
             message = t.jsonrpc_message_adapter.validate_python(data, by_name=False)
         except ValueError:
@@ -371,7 +500,10 @@ async def open_process(
                     text = raw.decode("utf-8", "replace").rstrip()[:MAX_STDERR_LINE]
                     if text:
                         handle.stderr_tail.append(text)
-                        server_log.info("%s", text)
+                        if on_stderr is not None:
+                            on_stderr(text)
+                        else:
+                            server_log.info("%s", text)
 
     async with anyio.create_task_group() as tg:
         handle._spawn = tg.start_soon
@@ -382,7 +514,7 @@ async def open_process(
             yield handle, from_server, to_server
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(handle)
+                await _stop(handle, stdin_grace)
                 # Its last words (why it exited, often) reach the log before it is let go.
                 with anyio.move_on_after(STDIN_GRACE):
                     await stderr_done.wait()
@@ -392,14 +524,14 @@ async def open_process(
             tg.cancel_scope.cancel()
 
 
-async def _stop(handle: ServerProcess) -> None:
-    """Close stdin and give the server :data:`STDIN_GRACE` to exit, then SIGTERM its process
-    group and, :data:`TERM_GRACE` later, SIGKILL it (what it started goes with it)."""
+async def _stop(handle: ServerProcess, stdin_grace: float = STDIN_GRACE) -> None:
+    """Close stdin and give the server ``stdin_grace`` seconds to exit, then SIGTERM its
+    process group and, :data:`TERM_GRACE` later, SIGKILL it (what it started goes with it)."""
     process = handle.process
     if process.stdin is not None:
         with contextlib.suppress(Exception):
             await process.stdin.aclose()
-    if not await _exited(process, STDIN_GRACE):
+    if not await _exited(process, stdin_grace):
         handle.signal_group(signal.SIGTERM)
         if not await _exited(process, TERM_GRACE):
             log.warning("server %s ignored SIGTERM; killing it", handle.name)
@@ -445,6 +577,14 @@ class Listing:
 
 #: Told each time an upstream (re)connected or listed its tools again.
 OnListing = Callable[["Upstream", Listing], Awaitable[None]]
+#: What a connection does after ``initialize`` and before it lists the tools (a plugin's
+#: worker is handed its settings there).
+Prepare = Callable[["Upstream"], Awaitable[None]]
+
+
+class Abandon(Exception):
+    """Raised by a :data:`Prepare` step: the server cannot serve (a plugin that failed to
+    load), so it is not started again. The message says why."""
 
 
 class Upstream:
@@ -459,9 +599,26 @@ class Upstream:
         sanitizer: Sanitizer,
         on_listing: OnListing,
         on_up: Callable[[], None] | None = None,
+        prepare: Prepare | None = None,
+        started: subprocess.Popen[bytes] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+        stdin_grace: float = STDIN_GRACE,
+        title: str | None = None,
+        retry_unanswered: bool = True,
     ) -> None:
+        """``prepare``: see :data:`Prepare`. ``started``: its process, started already
+        (:func:`start_process`), for the first connection. ``on_stderr``: takes each line it
+        writes to stderr. ``stdin_grace``: seconds it gets to exit once its stdin is closed.
+        ``title``: what messages call it (``MCP server 'fs'``). ``retry_unanswered=False``:
+        when it fails before it ever answered, it is not started again (``settled`` is set)."""
         self.spec = spec
         self.name = spec.name
+        self.title = title or f"MCP server {spec.name!r}"
+        self._prepare = prepare
+        self._started = started
+        self._on_stderr = on_stderr
+        self._stdin_grace = stdin_grace
+        self._retry_unanswered = retry_unanswered
         self._env = dict(env)
         self._sanitize = sanitizer
         self._on_listing = on_listing
@@ -476,6 +633,12 @@ class Upstream:
         #: set once it answered for the first time (its tools are listed)
         self.answered = anyio.Event()
         self.answered_at: float | None = None
+        #: set once it answered for the first time, or was given up (see ``retry_unanswered``)
+        self.settled = anyio.Event()
+        #: set while it is up (a new one each time it goes down)
+        self.up = anyio.Event()
+        #: why it is being started again on purpose (:meth:`recycle`), ``None`` otherwise
+        self.recycling: str | None = None
         self._relist = anyio.Event()
         self._broken = anyio.Event()
 
@@ -490,18 +653,34 @@ class Upstream:
             began = time.monotonic()
             try:
                 await self._connected()
+            except Abandon as exc:
+                self.reason = self._sanitize(str(exc), max_chars=1000)
+                self.state = State.STOPPED
+                self.settled.set()
+                return
             except Exception as exc:  # whatever the server or its transport did: it is down
                 self.reason = self._why(exc)
             finally:
                 self.session = None
+                if self.up.is_set():
+                    self.up = anyio.Event()
+            if self.recycling is not None:  # started again on purpose: at once
+                self.reason, self.recycling = self.recycling, None
+                self.state = State.STARTING
+                continue
+            if not self.answered.is_set() and not self._retry_unanswered:
+                log.warning("%s could not be started: %s", self.title, self.reason)
+                self.state = State.STOPPED
+                self.settled.set()
+                return
             if time.monotonic() - began >= STABLE_SECONDS:
                 delay = RESTART_FIRST
             self.state = State.DOWN
             self.restarts += 1
             self.retry_at = time.monotonic() + delay
             log.warning(
-                "server %s is down (%s); %s again in %g s",
-                self.name,
+                "%s is down (%s); %s again in %g s",
+                self.title,
                 self.reason,
                 "starting it" if self.spec.command is not None else "connecting",
                 delay,
@@ -541,19 +720,25 @@ class Upstream:
             ) as session:
                 with anyio.fail_after(CONNECT_TIMEOUT):
                     init = await session.initialize()
+                if self._prepare is not None:
+                    self.session = session
+                    await self._prepare(self)
+                with anyio.fail_after(CONNECT_TIMEOUT):
                     listing = await self._list(session, init.server_info)
                 self.session = session
                 self.state = State.UP
                 self.reason = None
+                self.up.set()
                 if self._on_up is not None:
                     self._on_up()
                 await self._on_listing(self, listing)
                 if not self.answered.is_set():
                     self.answered_at = time.monotonic()
                     self.answered.set()
+                    self.settled.set()
                 log.info(
-                    "server %s is up: %s %s, %d tools",
-                    self.name,
+                    "%s is up: %s %s, %d tools",
+                    self.title,
                     listing.server_name,
                     listing.server_version,
                     len(listing.tools),
@@ -568,7 +753,14 @@ class Upstream:
         """The message streams of a fresh connection; the connection breaks when they end."""
         if self.spec.command is not None:
             env = server_environment(self.spec, self._env)
-            async with open_process(self.spec, env) as (process, read, write):
+            started, self._started = self._started, None
+            async with open_process(
+                self.spec,
+                env,
+                started=started,
+                on_stderr=self._on_stderr,
+                stdin_grace=self._stdin_grace,
+            ) as (process, read, write):
                 self.process = process
 
                 async def watch() -> None:
@@ -661,6 +853,14 @@ class Upstream:
 
     # -- using it ----------------------------------------------------------------------------------
 
+    def recycle(self, why: str) -> None:
+        """Start it again now, on purpose (a plugin's worker whose memory grew too much): its
+        connection ends, and the next starts at once, not after a backoff."""
+        if self.session is None:
+            return
+        self.recycling = why
+        self._broken.set()
+
     def unavailable(self) -> GatewayError:
         """``BACKEND_UNAVAILABLE`` naming the server and what happens next."""
         stdio = self.spec.command is not None
@@ -675,13 +875,17 @@ class Upstream:
             wait = f"; it is {again} again in {max(1, round(self.retry_at - time.monotonic()))} s"
         return GatewayError(
             ErrorCode.BACKEND_UNAVAILABLE,
-            f"MCP server {self.name!r} {state}{wait}: retry in a few seconds, or see "
-            "gateway_status",
+            f"{self.title} {state}{wait}: retry in a few seconds, or see gateway_status",
             backend_down=True,
         )
 
     async def call(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``tools/call`` of the server's tool ``name``: its result as sent (JSON). Cancelling
         the awaiting task (a timeout, the client's cancellation) sends the server
@@ -698,11 +902,12 @@ class Upstream:
             with self._span(name) as span:
                 if process is not None:
                     params: dict[str, Any] = {"name": name, "arguments": arguments}
+                    if meta:
+                        params["_meta"] = dict(meta)
                     if span is not None:
                         from opentelemetry.propagate import inject
 
-                        params["_meta"] = {}
-                        inject(params["_meta"])  # this span's trace context
+                        inject(params.setdefault("_meta", {}))  # this span's trace context
                     result = await process.request("tools/call", params, progress)
                     t.CallToolResult.model_validate(result, by_name=False)
                     return result
@@ -720,7 +925,7 @@ class Upstream:
         except ValidationError:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
-                f"MCP server {self.name!r} answered with something that is not a tool result",
+                f"{self.title} answered with something that is not a tool result",
                 retryable=False,
             ) from None
 
@@ -755,7 +960,7 @@ class Upstream:
             again = "started" if self.spec.command is not None else "connected"
             return GatewayError(
                 ErrorCode.BACKEND_UNAVAILABLE,
-                f"MCP server {self.name!r} went away during the call; it is {again} again: "
+                f"{self.title} went away during the call; it is {again} again: "
                 "retry in a few seconds",
                 backend_down=True,
             )
@@ -763,11 +968,11 @@ class Upstream:
         if exc.error.code == t.INVALID_PARAMS:
             return GatewayError(
                 ErrorCode.VALIDATION_ERROR,
-                f"MCP server {self.name!r} refused the arguments: {said}",
+                f"{self.title} refused the arguments: {said}",
             )
         return GatewayError(
             ErrorCode.BACKEND_ERROR,
-            f"MCP server {self.name!r} answered with error {exc.error.code}: {said}",
+            f"{self.title} answered with error {exc.error.code}: {said}",
             retryable=False,
         )
 
