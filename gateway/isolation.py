@@ -285,7 +285,10 @@ class Workers:
             elif not upstream.answered.is_set():
                 self._failed(record, f"its worker stopped while it loaded: {upstream.reason}")
 
-    def _failed(self, record: WorkerRecord, reason: str, mistake: str | None = None) -> None:
+    def _failed(
+        self, record: WorkerRecord, reason: str, mistake: str | None = None, *, said: bool = False
+    ) -> None:
+        """The plugin failed to load (``said``: its worker logged why already)."""
         record.state = PluginState.FAILED
         record.reason = self.sanitizer(reason, max_chars=1000)
         record.settings_mistake = mistake
@@ -295,7 +298,7 @@ class Workers:
         self.health.remove_plugin(record.name)
         self.loader.refresh_withheld()
         self.loader.refresh_offered()
-        if mistake is None:
+        if mistake is None and not said:
             log.error("plugin %s %s skipped: %s", record.name, record.version, record.reason)
 
     async def stop(self) -> None:
@@ -327,9 +330,7 @@ class Workers:
             mistake = why.get("settings_mistake")
             if record.loaded:
                 raise RuntimeError(reason)  # it loaded before: started again, with backoff
-            self._failed(record, reason, mistake if isinstance(mistake, str) else None)
-            if why.get("state") == PluginState.DISABLED:
-                record.state = PluginState.DISABLED
+            self._failed(record, reason, mistake if isinstance(mistake, str) else None, said=True)
             raise Abandon(reason)
         try:
             self._take(record, loaded, upstream)
@@ -373,7 +374,7 @@ class Workers:
             handed.setdefault(key, {}).update(more.get(key) or {})
         for key in ("references", "answered"):
             handed[key] = sorted({*handed.get(key, []), *more.get(key, [])})
-        return {**more, "config": self._base(record)["config"]}
+        return more
 
     def _values(
         self, record: WorkerRecord, variables: list[str], tables: list[str]
@@ -655,8 +656,8 @@ class Workers:
         (the gateway's layers take it as one raised here)."""
         upstream = record.upstream
         assert upstream is not None
-        if upstream.session is None and upstream.recycling is not None:
-            await upstream.up.wait()  # started again on purpose: it is back in a moment
+        if upstream.recycling is not None:
+            await upstream.up.wait()  # started again on purpose: back in a moment
         if upstream.session is None or record.state is not PluginState.LOADED:
             raise self._unavailable(record)
         cid = ctx.correlation_id

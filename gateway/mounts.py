@@ -472,7 +472,7 @@ class Mounts:
         record = self.records[upstream.name]
         record.listing = listing
         record.version = listing.server_version or record.version
-        if listing.server_name:
+        if listing.server_name and record.pinned:  # a plugin's worker keeps its own summary
             record.summary = f"tools of the MCP server {listing.server_name}"
         if record.context is not None:
             record.context.version = record.version

@@ -488,11 +488,17 @@ async def open_process(
             handle.closed.set()
 
     stderr_done = anyio.Event()
+    # Its own scope, shielded: when the connection is cancelled (the gateway stops), what the
+    # server still writes while it ends is read; it ends with stderr, or when let go below.
+    stderr_scope = anyio.CancelScope(shield=True)
 
     async def read_stderr() -> None:
         assert process.stderr is not None
         pending = b""
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        with (
+            stderr_scope,
+            contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError),
+        ):
             async for chunk in _chunks(process.stderr, stderr_done):
                 lines = (pending + chunk).split(b"\n")
                 pending = lines.pop()[-MAX_STDERR_LINE * 4 :]
@@ -518,6 +524,7 @@ async def open_process(
                 # Its last words (why it exited, often) reach the log before it is let go.
                 with anyio.move_on_after(STDIN_GRACE):
                     await stderr_done.wait()
+                stderr_scope.cancel()
                 if process.stderr is not None:
                     with contextlib.suppress(Exception):
                         await process.stderr.aclose()
@@ -582,6 +589,13 @@ OnListing = Callable[["Upstream", Listing], Awaitable[None]]
 Prepare = Callable[["Upstream"], Awaitable[None]]
 
 
+def _abandoned(exc: BaseException) -> Abandon | None:
+    """The :class:`Abandon` that ended a connection, if one did (inside task groups too)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, Abandon) else None
+
+
 class Abandon(Exception):
     """Raised by a :data:`Prepare` step: the server cannot serve (a plugin that failed to
     load), so it is not started again. The message says why."""
@@ -637,7 +651,7 @@ class Upstream:
         self.settled = anyio.Event()
         #: set while it is up (a new one each time it goes down)
         self.up = anyio.Event()
-        #: why it is being started again on purpose (:meth:`recycle`), ``None`` otherwise
+        #: why it is being started again on purpose (:meth:`recycle`), until it is up again
         self.recycling: str | None = None
         self._relist = anyio.Event()
         self._broken = anyio.Event()
@@ -653,19 +667,26 @@ class Upstream:
             began = time.monotonic()
             try:
                 await self._connected()
-            except Abandon as exc:
-                self.reason = self._sanitize(str(exc), max_chars=1000)
-                self.state = State.STOPPED
-                self.settled.set()
-                return
             except Exception as exc:  # whatever the server or its transport did: it is down
+                given_up = _abandoned(exc)
+                if given_up is not None:
+                    self.reason = self._sanitize(str(given_up), max_chars=1000)
+                    self.state = State.STOPPED
+                    self.settled.set()
+                    self.session = None
+                    return
+                self.recycling = None  # a start that failed: the backoff applies
                 self.reason = self._why(exc)
+                process = self.process
+                if process is not None and process.closed.is_set():  # it ended: say how
+                    await _exited(process.process, 0.5)
+                    self.reason = self._with_stderr(process.exit_reason(), process)
             finally:
                 self.session = None
                 if self.up.is_set():
                     self.up = anyio.Event()
-            if self.recycling is not None:  # started again on purpose: at once
-                self.reason, self.recycling = self.recycling, None
+            if self.recycling is not None:  # ended on purpose (recycle): started at once
+                self.reason = self.recycling
                 self.state = State.STARTING
                 continue
             if not self.answered.is_set() and not self._retry_unanswered:
@@ -705,6 +726,7 @@ class Upstream:
     async def _connected(self) -> None:
         """One connection, from start to its end: returns (or raises) when it broke."""
         self._broken = anyio.Event()
+        self.process = None  # this connection's, once it started
         async with self._transport() as (read, write):
             import mcp_types as t
             from mcp.client.session import ClientSession
@@ -728,6 +750,7 @@ class Upstream:
                 self.session = session
                 self.state = State.UP
                 self.reason = None
+                self.recycling = None
                 self.up.set()
                 if self._on_up is not None:
                     self._on_up()
@@ -859,6 +882,7 @@ class Upstream:
         if self.session is None:
             return
         self.recycling = why
+        self.up = anyio.Event()  # set again once the next connection is up
         self._broken.set()
 
     def unavailable(self) -> GatewayError:

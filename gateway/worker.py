@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -127,6 +126,8 @@ class Worker:
         self.prompts: PromptRegistry | None = None
         self._import: tuple[object, BaseException | None] | None = None
         self._version = "0"
+        #: what the gateway answered (variables, ``table:<name>``), handed over or not
+        self._asked: set[str] = set()
         #: calls running: request id → (correlation id, its cancel scope)
         self._running: dict[Any, tuple[str, anyio.CancelScope]] = {}
 
@@ -178,7 +179,6 @@ class Worker:
 
         if src is None:
             return
-        started = time.monotonic()
         try:
             with time_limit(self.load_timeout):
                 self._import = (src.load(), None)
@@ -186,7 +186,6 @@ class Worker:
             if not plugin_fault(exc):
                 raise
             self._import = (None, exc)
-        self.load_timeout = max(0.1, self.load_timeout - (time.monotonic() - started))
 
     def _imported(self) -> object:
         assert self._import is not None
@@ -295,7 +294,6 @@ class Worker:
         from .registry import Registry
         from .rest.hub import BackendHub
 
-        self._asked: set[str] = set()
         config = self.config = self._settings(params)
         sanitizer = Sanitizer.from_environment(roots=[*config.data_roots], env=dict(config.env))
         configure_logging(sanitizer, level=config.log_level, debug=config.debug, fmt=WORKER_LINE)
@@ -330,11 +328,7 @@ class Worker:
         record = self.loader.records[0]
         if record.state is not PluginState.LOADED:
             return {
-                "failed": {
-                    "state": record.state.value,
-                    "reason": record.reason,
-                    "settings_mistake": record.settings_mistake,
-                }
+                "failed": {"reason": record.reason, "settings_mistake": record.settings_mistake}
             }
         context = record.context
         secrets = secret_values(context.settings if context is not None else None)
