@@ -45,7 +45,6 @@ from .config import GatewayConfig, field_env_names
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor
 from .mounts import (
-    MCP_TOOL_NAME,
     MountedTool,
     Mounts,
     Screened,
@@ -152,6 +151,28 @@ class WorkerRecord(ServerRecord):
 
     #: the gateway's workers (set when it is added)
     workers: Workers | None = None
+
+
+@dataclass
+class WorkerTool(MountedTool):
+    """A tool of an isolated plugin. Its ``inputSchema`` (the registry's, in the worker) is
+    compiled on its first call, as a plugin's in process is: not while the gateway starts. A
+    worker whose plugin tampered with it so that it is no JSON Schema gets its calls refused."""
+
+    def validate(self, arguments: Any) -> Any:
+        if self._checker is None:
+            try:
+                checker = compile_schema(self.input_schema)
+                type(checker).check_schema(checker.schema)
+            except Exception as exc:
+                raise GatewayError(
+                    ErrorCode.BACKEND_ERROR,
+                    f"plugin {self.plugin.name!r} (in a worker) published an inputSchema that is "
+                    f"not a valid JSON Schema ({type(exc).__name__}); nothing was sent",
+                    retryable=False,
+                ) from None
+            self._checker = checker
+        return super().validate(arguments)
 
 
 class _OpenArguments(BaseModel):
@@ -574,7 +595,7 @@ class Workers:
             out.tools.append(made)
         return out
 
-    def _tool(self, record: WorkerRecord, listed: dict[str, Any]) -> MountedTool:
+    def _tool(self, record: WorkerRecord, listed: dict[str, Any]) -> WorkerTool:
         """The registry's tool for one the worker listed: its published form as listed (what
         only the gateway is told taken out of ``_meta``), its tier as it declares it."""
         assert record.context is not None
@@ -591,10 +612,8 @@ class Workers:
             description = f"{description}\n\n{mutation_paragraph(destructive)}".strip()
         title = str(hints.get("title") or listed.get("title") or name)
         input_schema = listed.get("inputSchema")
-        if not isinstance(input_schema, dict) or not MCP_TOOL_NAME.fullmatch(name):
-            raise ValueError("no inputSchema")
-        checker = compile_schema(input_schema)
-        type(checker).check_schema(checker.schema)
+        if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
+            raise ValueError("its inputSchema is not a JSON Schema of an object")
         timeout = private.get("timeout")
         backend = private.get("backend")
 
@@ -621,7 +640,7 @@ class Workers:
             backend=backend if isinstance(backend, str) and backend else None,
             open_world=hints.get("openWorldHint") is not False,
         )
-        made = MountedTool(
+        return WorkerTool(
             spec=spec,
             tier=tier,
             plugin=record.context,
@@ -638,8 +657,6 @@ class Workers:
             meta=meta or None,
             upstream_name=name,
         )
-        made._checker = checker
-        return made
 
     def _unavailable(self, record: WorkerRecord) -> GatewayError:
         """``BACKEND_UNAVAILABLE`` naming the plugin; not counted against its backends'

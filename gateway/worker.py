@@ -199,6 +199,7 @@ class Worker:
         src = self._source()
         self._version = src.version if src is not None else "0"
         self._import_now(src)
+        _warm()
         while True:
             message = self._read()
             if message is None:
@@ -589,6 +590,15 @@ class Worker:
         plugin, check = found[0]
         result = await self.loader.health._run_one(plugin, check)
         await self._send(_result(ident, {"status": result.status, "detail": result.detail}))
+
+
+def _warm() -> None:
+    """Import now what loading and serving need, while the gateway is still starting: once it
+    connects, every millisecond here is one its first listing waits."""
+    import anyio._backends._asyncio  # noqa: F401 - anyio's event loop, imported on first run
+
+    from . import health, pipeline, prompts, stdio  # noqa: F401
+    from .rest import hub  # noqa: F401
 
 
 #: A worker's log line: the gateway adds the time when it logs it (see isolation.py).
