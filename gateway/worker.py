@@ -635,4 +635,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # The module's own instance (``gateway.worker``), not this ``__main__`` copy: what the
+    # plugin imports is what runs.
+    from gateway.worker import main as _main
+
+    sys.exit(_main())

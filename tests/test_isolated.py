@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import gateway_env
-from fixture_plugins import FAULTS, GOOD, HAZARDS, ISOLATED, PATCHER, SVC
+from fixture_plugins import FAULTS, GOOD, HAZARDS, ISOLATED, PATCHER, SVC, TAMPERER
 from mcp import Client, StdioServerParameters
 from test_stopping import HOOKS, RAISES, _raising_plugin
 from wire import run_cli
@@ -355,6 +355,22 @@ async def test_a_plugin_patching_the_core_at_import_patches_only_its_worker(plug
     audit = (tmp_path / "audit.jsonl").read_text().splitlines()
     assert [json.loads(line)["outcome"] for line in audit] == ["STARTED", "CONFLICT"]
     assert "gwfx_patcher" not in sys.modules
+
+
+async def test_a_worker_whose_plugin_tampers_with_its_listing_is_trusted_no_further(
+    plugin_site, tmp_path
+):
+    plugin_site("gwfx-tamper", {"tamper": "gwfx_tamper"}, {"gwfx_tamper": TAMPERER})
+    gw = make_gateway(plugins=["tamper"], isolate="all", cwd=tmp_path)
+    async with gw:
+        refused = await gw.call("tamper_schema", {})
+        mutation = gw.registry.get("tamper_mutation")
+    # A schema that is none: its calls are refused, nothing is sent.
+    assert refused.code == "BACKEND_ERROR"
+    assert "not a valid JSON Schema" in refused.payload["error"]["message"]
+    # A mutation is never offered as safer than it says it is: the paragraph is put back.
+    assert mutation is not None and mutation.tier.value == "mutation"
+    assert "MUTATION: can change or delete data" in mutation.description
 
 
 async def test_stopping_the_gateway_closes_an_isolated_plugins_resources(iso, tmp_path):
