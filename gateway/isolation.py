@@ -116,11 +116,13 @@ class WorkerRecord(ServerRecord):
     distribution: str = ""
     #: what it was handed (settings tables, variables), handed again when it restarts
     handed: dict[str, Any] = field(default_factory=dict)
-    #: calls running in it now, and whether it is to be started again once there are none
+    #: calls running in it now; why it is to be started again once there are none
     running: int = 0
     recycle_due: str | None = None
     #: its plugin loaded once (a later failure to load is a restart's, tried again)
     loaded: bool = False
+    #: the gateway's workers (set when it is added)
+    workers: Workers | None = None
 
     @property
     def label(self) -> str:
@@ -148,9 +150,6 @@ class WorkerRecord(ServerRecord):
         only what the worker says to the gateway alone (:data:`PRIVATE`) is taken out."""
         assert self.workers is not None
         return self.workers.screen(self, listed)
-
-    #: the gateway's workers (set when it is added)
-    workers: Workers | None = None
 
 
 @dataclass

@@ -89,7 +89,8 @@ _CONNECTION_CLOSED = -32000
 
 
 def _dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "replace") + b"\n"  # a lone surrogate cannot be sent as is
 
 
 class _Answer:
