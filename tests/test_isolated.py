@@ -456,6 +456,16 @@ def test_a_mistake_in_isolate_stops_with_one_line(tmp_path, value, said):
         assert line.endswith("did you mean queue?")
 
 
+def test_a_worker_memory_limit_that_does_not_fit_stops_with_one_line(tmp_path):
+    env = gateway_env(MCP_GATEWAY_MAX_WORKER_MEMORY_MB="-5")
+    refused = run_cli(tmp_path, env, "plugins")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "mcp-gateway: MCP_GATEWAY_MAX_WORKER_MEMORY_MB: must be a whole number from 0 to "
+        "1048576, not '-5'"
+    ]
+
+
 @pytest.mark.e2e
 async def test_nothing_an_isolated_plugin_does_ends_the_stdio_gateway(hazards, iso, tmp_path):
     env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="hz,iso,good,queue")
