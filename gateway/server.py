@@ -227,10 +227,10 @@ def run_stdio(
                 await gateway.start()
                 if started is not None:
                     started(gateway)
-            except BaseException:
+                await serve_stdio(gateway, wire)
+            finally:
+                # Also when a stop signal came before the server's lifespan took over.
                 with anyio.CancelScope(shield=True):
                     await gateway.stop()
-                raise
-            await serve_stdio(gateway, wire)
 
     run(main, guard)
