@@ -174,7 +174,9 @@ class Target:
 
 
 BARE = Target("bare SDK server", "bare")
-GATEWAY = Target("gateway", "gateway")
+#: The core with the generated plugin in its own process (a plugin of another distribution would
+#: run in a worker by default: bench/isolation_bench.py measures that).
+GATEWAY = Target("gateway", "gateway", extra_env=(("MCP_GATEWAY_ISOLATE", "none"),))
 TARGETS = (BARE, GATEWAY)
 #: A deployment as Claude Code starts it: ``mcp-gateway serve`` with every installed plugin and
 #: both REST backends configured (never contacted while starting), against the bare server

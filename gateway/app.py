@@ -23,6 +23,7 @@ from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
 from .limits import build_limiter
+from .isolation import Workers
 from .mounts import Mounts
 from .pipeline import CallResult, build_pipeline
 from .plugins import (
@@ -142,6 +143,17 @@ class Gateway:
         #: built-in plugin registers their health checks; nothing connects yet
         self.audit = build_audit_trail(config)
         self.limiter = build_limiter(config)
+        #: the plugins that run in a worker process of their own (``isolate``)
+        self.workers = Workers(
+            config,
+            self.mounts,
+            self.loader,
+            self.registry,
+            self.health,
+            self.prompts,
+            self.sanitizer,
+        )
+        self.loader.isolate = self.workers.add
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
         loaded = [p for p in self.loader.records if p.state is PluginState.LOADED]
@@ -207,12 +219,19 @@ class Gateway:
         loaded = {p.name for p in self.plugins if p.state is PluginState.LOADED}
         plugins = [p for p in self.plugins if p.name not in self.mounts.records]
         pinned = self.mounts.pinned_tools()
+        # An isolated plugin's tools are known once its worker loaded it.
+        isolated = [w for w in self.workers.records.values() if w.loaded]
         unpinned = {r.name for r in self.mounts.records.values() if r.upstream is not None} - {
             t.plugin.name for t in pinned
         }
+        unpinned -= {w.name for w in isolated}
         return ToolNames(
             known=frozenset(
-                [*(name for p in plugins for name in p.tools), *(t.name for t in pinned)]
+                [
+                    *(name for p in plugins for name in p.tools),
+                    *(t.name for t in pinned),
+                    *(name for w in isolated for name in w.tools),
+                ]
             ),
             not_loaded=tuple(
                 sorted({p.name for p in plugins if p.state is PluginState.DISABLED} - loaded)
@@ -354,6 +373,20 @@ class Gateway:
             await self.loader.open_resources()
             self.health.start_probing()
             await self.mounts.start()
+            # As plugins in process are loaded before serving: the listing is then exact.
+            await self.workers.loaded()
+
+    async def load_isolated(self) -> None:
+        """Start the isolated plugins' workers, wait until they loaded, stop them: what a
+        command that reports on plugins and tools without serving needs to know of them."""
+        if not self.workers or self._started:
+            return
+        await self.mounts.start(only=set(self.workers.records))
+        try:
+            await self.workers.loaded()
+        finally:
+            await self.workers.stop()
+            await self.mounts.stop()
 
     async def stop(self) -> None:
         """Stop probing, stop the mounted servers, close the plugins' resources and the REST
@@ -363,6 +396,7 @@ class Gateway:
         self._started = False
         steps: list[Callable[[], Awaitable[None]]] = [
             self.health.stop_probing,  # before the resources close: a probe's check uses them
+            self.workers.stop,
             self.mounts.stop,
             self.loader.close_resources,
             self.backends.aclose,

@@ -329,7 +329,8 @@ def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
     found = entry_points()
     installed = {p.name for p in found}
     check_servers_plugin(config, gateway.plugin("servers"), installed)
-    check_plugin_tables(config, installed | config.consulted_tables)
+    if gateway.workers.settled:  # else once they loaded: which tables they read is known then
+        check_plugin_tables(config, installed | config.consulted_tables)
     mistake = next((p.settings_mistake for p in gateway.plugins if p.settings_mistake), None)
     if mistake is not None:
         raise _SettingsMistake(mistake, gateway)
@@ -342,10 +343,15 @@ def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
     check_providers(config, tools, dists)
 
 
-def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
+def _build(config: GatewayConfig, *, traced: bool, isolated: bool = False) -> Gateway:
     """The gateway, its tables checked (``ConfigError``). Only a gateway that runs calls
     (``serve``, ``call``) exports telemetry, as the process's providers: a plugin's own
-    OpenTelemetry spans then join the gateway's traces."""
+    OpenTelemetry spans then join the gateway's traces. ``isolated``: the plugins that run
+    in workers are loaded first (and their workers stopped), for a command that reports on
+    them without starting the gateway; one that starts it checks them with
+    :func:`_check_started`."""
+    import anyio
+
     from .app import build_gateway
     from .telemetry import OFF, build_telemetry
 
@@ -355,8 +361,17 @@ def _build(config: GatewayConfig, *, traced: bool) -> Gateway:
         return build_telemetry(config.telemetry, sanitizer, config.env, install_global=True)
 
     gateway = build_gateway(config, telemetry=telemetry)
+    if isolated and gateway.workers:
+        anyio.run(gateway.load_isolated)
     _check_tables(gateway, config)
     return gateway
+
+
+def _check_started(gateway: Gateway, config: GatewayConfig) -> None:
+    """Once the gateway started (its isolated plugins loaded in their workers): their settings
+    and the tool names that name theirs are checked as those of plugins in process."""
+    if gateway.workers:
+        _check_tables(gateway, config)
 
 
 def _transport_options(args: argparse.Namespace) -> None:
@@ -415,7 +430,11 @@ def _main(argv: list[str] | None) -> int:
 def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[str], None]) -> int:
     mistake = None
     try:
-        gateway = _build(config, traced=args.command == "call")
+        gateway = _build(
+            config,
+            traced=args.command == "call",
+            isolated=args.command in ("plugins", "tools", "claude-config"),
+        )
     except _SettingsMistake as exc:
         if args.command not in ("plugins", "health"):
             return _config_error(exc)
@@ -444,10 +463,10 @@ def _run_command(
             emit(_json(records))
         else:
             rows = [
-                [r["name"], r["version"], r["state"], str(r["tool_count"]), _reason(r)]
+                [r["name"], r["version"], r["state"], r["runs"], str(r["tool_count"]), _reason(r)]
                 for r in records
             ]
-            emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "TOOLS", "REASON"]))
+            emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "RUNS", "TOOLS", "REASON"]))
         return 0
 
     if args.command == "tools" and args.sizes:
@@ -485,9 +504,14 @@ def _run_command(
         return 0
 
     if args.command == "health":
+        late: list[ConfigError] = []
 
         async def run_health() -> list[HealthResult]:
             async with gateway:
+                try:
+                    _check_started(gateway, config)
+                except ConfigError as exc:  # reported with the rest, then exit 2
+                    late.append(exc)
                 return await gateway.check_health(use_cache=False)
 
         checks = anyio.run(run_health)
@@ -530,6 +554,8 @@ def _run_command(
                 emit(f"plugin {p.name} failed to load: {p.reason}")
             for w in withheld:
                 emit(f"plugin {w['plugin']}: tool {w['tool']} withheld: {w['reason']}")
+        if late:
+            return _config_error(late[0])
         return 1 if failed or plugin_failures or withheld else 0
 
     if args.command == "call":
@@ -544,9 +570,13 @@ def _run_command(
 
         async def run_call() -> Any:
             async with gateway:
+                _check_started(gateway, config)
                 return await gateway.call(args.tool, arguments)
 
-        result = anyio.run(run_call)
+        try:
+            result = anyio.run(run_call)
+        except ConfigError as exc:
+            return _config_error(exc)
         emit(_json(result.payload))
         return 1 if result.is_error else 0
 
@@ -619,7 +649,10 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                 )
                 sys.stderr.flush()
             resume_collector()
-            run_stdio(gateway, wire, guard)
+            try:
+                run_stdio(gateway, wire, guard, started=lambda gw: _check_started(gw, config))
+            except ConfigError as exc:  # an isolated plugin's settings, checked as it loaded
+                return _config_error(exc)
         return 0
     from .auth.settings import is_loopback_host
 

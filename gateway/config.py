@@ -64,6 +64,9 @@ ENV_PREFIX = "MCP_GATEWAY_"
 ConfirmEachCall = Literal["destructive", "mutations", "none"]
 #: Which mutation tools only a person in Claude Code's terminal UI may approve (see policy.py).
 CONFIRM_CHOICES: tuple[str, ...] = get_args(ConfirmEachCall)
+#: Which plugins run in a worker process of their own (``isolate``), besides a list of names:
+#: those not from this project's distributions, every one, or none.
+ISOLATE_CHOICES = ("third-party", "all", "none")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 #: Where mutation calls are recorded (gateway/audit.py).
 AuditSinkName = Literal["file", "stderr", "postgres"]
@@ -142,6 +145,19 @@ class GatewaySettings(BaseModel):
         description="List the tools of backends that are not configured too (each call then "
         "answers BACKEND_UNAVAILABLE naming the setting); off: they are not offered",
     )
+    isolate: str | list[str] = Field(
+        "third-party",
+        description="Plugins that run in a worker process of their own, so that nothing they "
+        "do can end the gateway: a list of plugin names, third-party (every plugin not from "
+        "this project's distributions), all or none",
+    )
+    max_worker_memory_mb: int = Field(
+        1024,
+        ge=0,
+        le=1024 * 1024,
+        description="A plugin's worker process whose memory grows past this many MB is "
+        "started again between calls; 0: no limit",
+    )
     schema_cache: bool = Field(
         True,
         description="Keep the tools' schemas in the user's cache directory, each under a "
@@ -206,6 +222,23 @@ class GatewaySettings(BaseModel):
     @classmethod
     def _once_each(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(value))
+
+    @field_validator("isolate", mode="before")
+    @classmethod
+    def _isolate(cls, value: Any) -> Any:
+        """A keyword, or plugin names (one name alone is a list of one)."""
+        if isinstance(value, str):
+            word = value.strip()
+            return word.lower() if word.lower() in ISOLATE_CHOICES else [word]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"must be {', '.join(ISOLATE_CHOICES)} or a list of plugin names")
+        for item in value:
+            if item.strip().lower() in ISOLATE_CHOICES:
+                raise ValueError(
+                    f"{item.strip()!r} is a keyword, not a plugin name: write isolate = "
+                    f'"{item.strip().lower()}"'
+                )
+        return value
 
     @field_validator("log_level", "confirm_each_call", mode="before")
     @classmethod
@@ -313,7 +346,7 @@ _LISTS = {
 
 def _from_env(key: str, value: str, name: str) -> Any:
     """A variable's text as the field's shape; scalars are left to the model to check."""
-    if key in _LISTS:
+    if key in _LISTS or (key == "isolate" and value.strip().lower() not in ISOLATE_CHOICES):
         return [v.strip() for v in value.split(",") if v.strip()]
     if key == "data_roots":
         return [v for v in value.split(os.pathsep) if v.strip()]
@@ -842,7 +875,29 @@ def check_providers(
 
 
 def check_plugin_names(config: GatewayConfig, installed: set[str], *, builtin: str) -> None:
-    """Every name in ``plugins`` / ``disable_plugins`` names an installed plugin."""
+    """Every name in ``plugins`` / ``disable_plugins`` / ``isolate`` names an installed
+    plugin."""
+    if isinstance(config.isolate, list):
+        setting = label(config.origins.get("isolate", "isolate"), "isolate")
+        for name in config.isolate:
+            if name == SERVERS_PLUGIN and name in installed:
+                raise ConfigError(
+                    f"{setting}: the plugin {name!r} hands the gateway the MCP servers to "
+                    "mount (each runs in a process of its own already); it runs in process"
+                )
+            if name in installed:
+                continue
+            if name == builtin:
+                raise ConfigError(
+                    f"{setting}: the built-in plugin {name!r} is part of the gateway; it "
+                    "cannot run in a worker"
+                )
+            raise ConfigError(
+                f"{setting}: unknown plugin {name!r} (installed: "
+                f"{', '.join(sorted(installed)) or 'none'}; or one of "
+                f"{', '.join(ISOLATE_CHOICES)})"
+                f"{closest(name, [*sorted(installed), *ISOLATE_CHOICES])}"
+            )
     for key in ("plugins", "disable_plugins"):
         for name in getattr(config, key):
             if name in installed or (name == builtin and key == "plugins"):

@@ -29,6 +29,8 @@ from typing import Any
 from .errors import Sanitizer
 
 _HANDLER_NAME = "mcp-gateway-stderr"
+#: A line of the log (a plugin's worker leaves out the time: the gateway logs its lines).
+LINE = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 BURST = 10
 WINDOW = 60.0
 #: How long flushing (at exit) waits for queued lines to be written.
@@ -62,8 +64,8 @@ class RedactingFormatter(logging.Formatter):
     sanitizer and escapes control characters. In debug mode only credentials are removed and
     line breaks are kept (indented), so tracebacks stay readable."""
 
-    def __init__(self, sanitizer: Sanitizer, *, debug: bool = False) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    def __init__(self, sanitizer: Sanitizer, *, debug: bool = False, fmt: str = LINE) -> None:
+        super().__init__(fmt)
         self.sanitizer = sanitizer
         self.debug = debug
 
@@ -246,7 +248,9 @@ def _install_crash_hooks() -> None:
     sys.unraisablehook = unraisable
 
 
-def configure_logging(sanitizer: Sanitizer, *, level: str = "INFO", debug: bool = False) -> None:
+def configure_logging(
+    sanitizer: Sanitizer, *, level: str = "INFO", debug: bool = False, fmt: str = LINE
+) -> None:
     root = logging.getLogger()
     for h in list(root.handlers):
         if h.get_name() == _HANDLER_NAME:
@@ -254,7 +258,7 @@ def configure_logging(sanitizer: Sanitizer, *, level: str = "INFO", debug: bool 
             h.close()
     handler = StderrWriter()
     handler.set_name(_HANDLER_NAME)
-    handler.setFormatter(RedactingFormatter(sanitizer, debug=debug))
+    handler.setFormatter(RedactingFormatter(sanitizer, debug=debug, fmt=fmt))
     handler.addFilter(RateLimit())
     root.addHandler(handler)
     root.setLevel(level.upper() if not debug else "DEBUG")

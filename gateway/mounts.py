@@ -41,7 +41,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -278,10 +278,20 @@ class ServerRecord(PluginRecord):
     #: the last listing, as the server sent it (to screen again after an approval)
     listing: Listing | None = None
     pins: tuple[int, int] | None = None
+    runs: str = "server"
+    #: its definitions are pinned and approved (``servers approve``); a plugin's worker's
+    #: are installed code, not pinned
+    pinned: ClassVar[bool] = True
 
     @property
     def label(self) -> str:
         return f"MCP server {self.name}"
+
+    def screen_listing(
+        self, mounts: Mounts, listed: list[dict[str, Any]], *, record_first_use: bool
+    ) -> Screened:
+        """Which of its listed tools are served (see :meth:`Mounts.screen`)."""
+        return mounts.screen(self, listed, record_first_use=record_first_use)
 
     def as_dict(self) -> dict[str, Any]:
         out = super().as_dict()
@@ -385,6 +395,10 @@ class Mounts:
                 values += [value, value.partition(" ")[2]]
         self.sanitizer.add_secrets(v for v in values if v)
 
+    def add_record(self, record: ServerRecord) -> None:
+        """Run a source of tools registered elsewhere (a plugin's worker) as a server."""
+        self.records[record.name] = record
+
     def subscribe(self, listener: Listener) -> None:
         """``listener`` is awaited each time the tools mounted servers serve change."""
         self._listeners.append(listener)
@@ -458,7 +472,7 @@ class Mounts:
         record = self.records[upstream.name]
         record.listing = listing
         record.version = listing.server_version or record.version
-        if listing.server_name:
+        if listing.server_name and record.pinned:  # a plugin's worker keeps its own summary
             record.summary = f"tools of the MCP server {listing.server_name}"
         if record.context is not None:
             record.context.version = record.version
@@ -473,7 +487,7 @@ class Mounts:
         assert record.upstream is not None and record.listing is not None
         before = self._served()
         record.pins = self.pins.stamp(record.name)
-        screened = self.screen(record, record.listing.tools, record_first_use=True)
+        screened = record.screen_listing(self, record.listing.tools, record_first_use=True)
         self.registry.remove_plugin(record.name)
         try:
             self.registry.add_all(list(screened.tools))
@@ -496,6 +510,8 @@ class Mounts:
         """Tools held for approval are screened again once their pin file changed (an
         approval by ``mcp-gateway servers approve`` while this gateway runs)."""
         for record in self.records.values():
+            if not record.pinned:
+                continue
             changed = self.pins.stamp(record.name) != record.pins
             if record.held and record.listing is not None and changed:
                 await self._apply(record)
@@ -619,7 +635,7 @@ class Mounts:
         their pin files (nothing started): what ``claude-config`` describes."""
         out: list[MountedTool] = []
         for record in self.records.values():
-            if record.upstream is None or record.listing is not None:
+            if record.upstream is None or record.listing is not None or not record.pinned:
                 continue
             try:
                 approved = self.pins.read(record.name)
@@ -637,17 +653,18 @@ class Mounts:
         """``mcp-gateway servers approve [NAME ...]``: start the servers named (default: all
         enabled), list their tools and record those definitions as the approved ones. Returns
         the exit status (1 when a server could not be listed) and a line per server."""
-        unknown = [n for n in names if n not in self.records]
+        servers = {n: r for n, r in self.records.items() if r.pinned}
+        unknown = [n for n in names if n not in servers]
         if unknown:
             from .config import ConfigError
 
-            configured = sorted(self.records)
+            configured = sorted(servers)
             raise ConfigError(
                 f"servers approve: no MCP server called {unknown[0]!r} is configured "
                 f"(configured: {', '.join(configured) or 'none'})"
                 f"{closest(unknown[0], configured)}"
             )
-        chosen = names or [n for n, r in self.records.items() if r.upstream is not None]
+        chosen = names or [n for n, r in servers.items() if r.upstream is not None]
         lines: list[str] = []
         code = 0
         before: dict[str, dict[str, dict[str, Any]] | None] = {}

@@ -52,7 +52,7 @@ from .telemetry.scopes import NO_CALL
 
 log = logging.getLogger("gateway.pipeline")
 
-__all__ = ["Call", "CallResult", "Layer", "McpResult", "Next", "Pipeline"]
+__all__ = ["Call", "CallResult", "Layer", "McpResult", "Next", "Pipeline", "Shaped"]
 
 
 def _dumps(payload: Any) -> str:
@@ -93,6 +93,16 @@ class McpResult:
     text cleaned like a backend's words (:meth:`~gateway.errors.Sanitizer.backend_text`)."""
 
     result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """What a tool run elsewhere returns when it was shaped there as in process (an isolated
+    plugin's, by the runner of its worker): the complete JSON payload and the same JSON as
+    compact text. The runner only checks them and clears them of configured secrets."""
+
+    payload: dict[str, Any]
+    text: str
 
 
 #: Characters of one text block of a mounted server's error result the client gets.
@@ -480,7 +490,13 @@ class Runner:
             raw = await tool.invoke(call.args, cid, report)
             if isinstance(raw, McpResult):
                 return self._passed_on(tool, raw.result, cid)
-            payload, text = _shape(tool, raw)
+            if isinstance(raw, Shaped):
+                payload, text = raw.payload, raw.text
+                if encodable(text) is not text:
+                    payload = encodable_data(payload)
+                    text = _dumps(payload)
+            else:
+                payload, text = _shape(tool, raw)
         except (GatewayError, TimeoutError):
             raise  # deliberate, or the timeout layer's to say
         except ValidationError as exc:  # the tool's own models refused what it built

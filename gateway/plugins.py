@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from . import hookspecs
 from .config import (
+    SERVERS_PLUGIN,
     ConfigError,
     GatewayConfig,
     same_distribution,
@@ -51,6 +52,28 @@ HOOK_NAMES = (
 log = logging.getLogger("gateway.plugins")
 #: The distribution named ``mcp-plugin-gateway-<name>`` owns the plugin name ``<name>``.
 OWNER_PREFIX = "mcp-plugin-gateway-"
+#: This project's distributions: what ``isolate = "third-party"`` (the default) runs in
+#: process. Any other distribution's plugin runs in a worker of its own.
+FIRST_PARTY = frozenset(
+    {
+        "mcp-plugin-gateway",
+        *(
+            OWNER_PREFIX + name
+            for name in (
+                "citations",
+                "gitea",
+                "orchestrator",
+                "queue",
+                "scrape",
+                "servers",
+                "gitea-testing",
+                "orchestrator-testing",
+                "bookmarks",
+                "notes",
+            )
+        ),
+    }
+)
 
 
 def _loaded(module: object) -> Callable[[], object]:
@@ -96,6 +119,9 @@ class PluginRecord:
     #: what the operator should know that keeps nothing from serving (a description Claude
     #: Code will cut)
     notes: list[str] = field(default_factory=list)
+    #: where its code runs: ``process`` (the gateway's), ``worker`` (a process of its own,
+    #: ``isolate``) or ``server`` (a mounted MCP server)
+    runs: str = "process"
 
     @property
     def label(self) -> str:
@@ -107,6 +133,7 @@ class PluginRecord:
             "name": self.name,
             "version": self.version,
             "state": self.state.value,
+            "runs": self.runs,
             "reason": self.reason,
             "tool_count": len(self.tools),
             "tools": list(self.tools),
@@ -215,6 +242,23 @@ class PluginLoader:
         self.records: list[PluginRecord] = []
         folder = cache_folder(config)
         self.schema_cache = SchemaCache(folder) if folder is not None else None
+        #: Takes a plugin that runs in a worker of its own instead of being imported here, and
+        #: returns its record (the gateway starts the worker: :mod:`gateway.isolation`).
+        #: ``None``: every plugin is imported here.
+        self.isolate: Callable[[PluginSource], PluginRecord] | None = None
+
+    def isolated(self, src: PluginSource) -> bool:
+        """Does ``src`` run in a worker of its own (``isolate``)? Only an installed entry
+        point can (a worker finds it by name); the plugin that hands the core its MCP
+        servers' configuration never does."""
+        setting = self.config.isolate
+        if self.isolate is None or not src.distribution or src.name == SERVERS_PLUGIN:
+            return False
+        if setting == "all":
+            return True
+        if setting == "third-party":
+            return not any(same_distribution(src.distribution, d) for d in FIRST_PARTY)
+        return isinstance(setting, list) and src.name in setting
 
     def _selected(self, name: str) -> str | None:
         cfg = self.config
@@ -234,6 +278,7 @@ class PluginLoader:
         groups: dict[str, list[PluginSource]] = {}
         for src in sources:
             groups.setdefault(src.name, []).append(src)
+        plan: list[PluginSource] = []
         for name, group in groups.items():
             if name in builtin_names:
                 for src in group:
@@ -248,7 +293,18 @@ class PluginLoader:
                 chosen = [src for src in group if id(src) not in dropped]
                 if len(chosen) > 1:
                     chosen = self._import_contenders(name, chosen)
-            for src in chosen:
+            plan += chosen
+        # Workers first: they start while the plugins that run here are imported.
+        workers = {
+            id(src): self.isolate(src)
+            for src in plan
+            if self.isolate is not None and self._selected(src.name) is None and self.isolated(src)
+        }
+        for src in plan:
+            record = workers.get(id(src))
+            if record is not None:
+                self.records.append(record)
+            else:
                 self._load_one(src, selectable=True)
         self.refresh_withheld()
         self.refresh_offered()
@@ -292,6 +348,9 @@ class PluginLoader:
         not hold the name; if more than one imports, none is loaded (neither silently wins)."""
         imported: list[PluginSource] = []
         for src in group:
+            if self.isolated(src):  # not imported here: it counts as one that would import
+                imported.append(src)
+                continue
             try:
                 with time_limit(self.config.load_timeout):
                     module = src.load()
@@ -375,6 +434,7 @@ class PluginLoader:
             why = self._selected(src.name)
             if why:
                 rec.state, rec.reason = PluginState.DISABLED, why
+                rec.runs = "worker" if self.isolated(src) else "process"
                 return
         steps: list[str] = ["import"]
         try:

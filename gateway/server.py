@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -208,13 +208,29 @@ async def serve_stdio(gateway: Gateway, wire: Wire) -> None:
         await server.run(read, write, initialization_options(server))
 
 
-def run_stdio(gateway: Gateway, wire: Wire, guard: SignalGuard) -> None:
+def run_stdio(
+    gateway: Gateway,
+    wire: Wire,
+    guard: SignalGuard,
+    *,
+    started: Callable[[Gateway], None] | None = None,
+) -> None:
     """Serve until stdin closes or a real stop signal arrives; either way the plugins'
-    resources are closed before this returns."""
+    resources are closed before this returns. The gateway starts first (its isolated plugins
+    load in their workers meanwhile, so the instructions and the first listing know them);
+    ``started`` may then refuse to serve by raising."""
     import anyio
 
     async def main() -> None:
         with anyio.CancelScope() as scope, guard.serving(scope.cancel):
-            await serve_stdio(gateway, wire)
+            try:
+                await gateway.start()
+                if started is not None:
+                    started(gateway)
+                await serve_stdio(gateway, wire)
+            finally:
+                # Also when a stop signal came before the server's lifespan took over.
+                with anyio.CancelScope(shield=True):
+                    await gateway.stop()
 
     run(main, guard)

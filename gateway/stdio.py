@@ -25,7 +25,6 @@ from .errors import encodable_data
 
 if TYPE_CHECKING:  # the SDK only where the protocol is served: the CLI's commands divert fds too
     import mcp_types as t
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.shared.message import SessionMessage
 
 log = logging.getLogger("gateway.stdio")
@@ -178,54 +177,201 @@ def _encode(message: t.JSONRPCMessage) -> bytes:
     return text.encode("utf-8", "replace") + b"\n"
 
 
+def _is_pipe(stream: BinaryIO) -> bool:
+    """A pipe or a socket: what the event loop can wait on itself (not a file, and not a
+    terminal, whose file description a shell shares: it must not be left non-blocking)."""
+    import stat
+
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+#: How much of a pipe the event loop buffers before it stops reading (a longer line is still
+#: read whole, on).
+_PIPE_BUFFER = 1024 * 1024
+
+
+class _PipeLines:
+    """The lines of a pipe, read by the event loop itself: no thread hands them over."""
+
+    def __init__(self, raw: BinaryIO, initial: bytes = b"") -> None:
+        self._raw = raw
+        self._initial = initial  # what was read from the pipe before (a worker's first lines)
+        self._reader: asyncio.StreamReader | None = None
+        self._transport: asyncio.ReadTransport | None = None
+
+    def __aiter__(self) -> _PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        reader = self._reader
+        if reader is None:
+            loop = asyncio.get_running_loop()
+            reader = self._reader = asyncio.StreamReader(limit=_PIPE_BUFFER, loop=loop)
+            if self._initial:
+                reader.feed_data(self._initial)
+            self._transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._raw
+            )
+        long = b""
+        while True:
+            try:
+                line = await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # the end, perhaps without a newline
+                if not (long + exc.partial):
+                    raise StopAsyncIteration from None
+                line = exc.partial
+            except asyncio.LimitOverrunError as exc:
+                long += await reader.readexactly(exc.consumed)
+                continue
+            return (long + line).decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+class _PipeOut:
+    """Writes to a pipe from the event loop: non-blocking, waiting only while it is full."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def write(self, data: bytes) -> None:
+        if self._writer is None:
+            loop = asyncio.get_running_loop()
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, self._raw
+            )
+            self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        self._writer.write(data)
+        await self._writer.drain()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+class _ThreadOut:
+    """Writes to a file or a terminal from a worker thread, one message at a time."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        import anyio
+
+        self._raw = raw
+        self._lock = anyio.Lock()
+
+    def _put(self, data: bytes) -> None:
+        self._raw.write(data)
+        self._raw.flush()
+
+    async def write(self, data: bytes) -> None:
+        import anyio.to_thread
+
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._put, data, abandon_on_cancel=True)
+
+    def close(self) -> None:
+        return None
+
+
+class WireOut:
+    """The SDK's write stream over the wire: each message encoded and written by the task that
+    sends it (no task in between, so no hand-over on the event loop per message)."""
+
+    def __init__(self, out: _PipeOut | _ThreadOut) -> None:
+        self._out = out
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        import anyio
+
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            await self._out.write(_encode(item.message))
+        except (BrokenPipeError, ConnectionResetError):
+            raise anyio.BrokenResourceError from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> WireOut:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class WireIn:
+    """The SDK's read stream over the wire: each line read and checked by the task that asks
+    for the next message. A line that is not a JSON-RPC message is answered at once
+    (``-32700`` or ``-32600``, as JSON-RPC requires) instead of being dropped in silence."""
+
+    def __init__(self, lines: _PipeLines | StdinLines, replies: WireOut) -> None:
+        self._lines = lines
+        self._replies = replies
+
+    async def receive(self) -> SessionMessage | Exception:
+        import anyio
+        import mcp_types as t
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            try:
+                line = await self._lines.__anext__()
+            except StopAsyncIteration:
+                raise anyio.EndOfStream from None
+            if not line.strip():
+                continue
+            try:
+                message = t.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except ValueError:
+                log.warning("answered a line that is not a JSON-RPC message with an error")
+                await self._replies.send(SessionMessage(_rejection(line)))
+                continue
+            return SessionMessage(message)
+
+    def __aiter__(self) -> WireIn:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        if isinstance(self._lines, _PipeLines):
+            self._lines.close()
+
+    async def __aenter__(self) -> WireIn:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 @contextlib.asynccontextmanager
-async def json_rpc_streams(
-    wire: Wire,
-) -> AsyncIterator[
-    tuple[
-        MemoryObjectReceiveStream[SessionMessage | Exception],
-        MemoryObjectSendStream[SessionMessage],
-    ]
-]:
-    """The SDK's ``stdio_server``, over the wire :func:`protected_stdio` took, with two
-    differences: a line that is not a JSON-RPC message is answered (``-32700`` or ``-32600``,
-    as JSON-RPC requires) instead of being dropped in silence, and a message that cannot be
-    encoded is sent with its lone surrogates replaced instead of ending the server."""
-    import anyio
-    import anyio.to_thread
-    import mcp_types as t
-    from mcp.shared.message import SessionMessage
-
-    read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
-    replies = write_stream.clone()
-    out = wire.stdout
-
-    def put(data: bytes) -> None:
-        out.write(data)
-        out.flush()
-
-    async def reader() -> None:
-        async with read_send, replies:
-            async for line in StdinLines(wire.stdin):
-                if not line.strip():
-                    continue
-                try:
-                    message = t.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValueError:
-                    log.warning("answered a line that is not a JSON-RPC message with an error")
-                    await replies.send(SessionMessage(_rejection(line)))
-                    continue
-                await read_send.send(SessionMessage(message))
-
-    async def writer() -> None:
-        async with write_receive:
-            async for session_message in write_receive:
-                await anyio.to_thread.run_sync(
-                    put, _encode(session_message.message), abandon_on_cancel=True
-                )
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
-        yield read_stream, write_stream
+async def json_rpc_streams(wire: Wire) -> AsyncIterator[tuple[WireIn, WireOut]]:
+    """The SDK's ``stdio_server``, over the wire :func:`protected_stdio` took, with these
+    differences: a line that is not a JSON-RPC message is answered (see :class:`WireIn`); a
+    message that cannot be encoded is sent with its lone surrogates replaced instead of ending
+    the server; and a pipe (what a client starts the gateway with) is read and written by the
+    event loop itself, with no thread and no task in between: those hand-overs were most of a
+    call's cost on a busy machine. A file or a terminal is read and written by threads."""
+    out = _PipeOut(wire.stdout) if _is_pipe(wire.stdout) else _ThreadOut(wire.stdout)
+    lines = _PipeLines(wire.stdin) if _is_pipe(wire.stdin) else StdinLines(wire.stdin)
+    write = WireOut(out)
+    try:
+        yield WireIn(lines, write), write
+    finally:
+        if isinstance(lines, _PipeLines):
+            lines.close()
+        out.close()

@@ -16,15 +16,18 @@ knows nothing of tools beyond their JSON. The SDK is imported only when a sessio
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
+import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +84,26 @@ class State(enum.StrEnum):
 
 # --- the stdio transport ------------------------------------------------------------------------
 
+#: ``mcp_types.CONNECTION_CLOSED``, without importing the SDK's types here.
+_CONNECTION_CLOSED = -32000
+
+
+def _dumps(message: dict[str, Any]) -> bytes:
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "replace") + b"\n"  # a lone surrogate cannot be sent as is
+
+
+class _Answer:
+    """What one of the gateway's own requests is waiting for."""
+
+    __slots__ = ("done", "error", "progress", "result")
+
+    def __init__(self, progress: ProgressFn | None) -> None:
+        self.done = anyio.Event()
+        self.progress = progress
+        self.result: dict[str, Any] | None = None
+        self.error: tuple[int, str, Any] | None = None
+
 
 class ServerProcess:
     """One stdio server: a process in its own process group, newline-delimited JSON-RPC on its
@@ -99,6 +122,113 @@ class ServerProcess:
         #: why the gateway ended the connection itself (a message over the size limit)
         self.cut_off: str | None = None
         self.closed = anyio.Event()
+        #: the gateway's own requests in flight (see :meth:`request`), by their id
+        self._waiting: dict[str, _Answer] = {}
+        self._sent = 0
+        self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
+
+    async def request(
+        self, method: str, params: dict[str, Any], progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """Send the server a request of the gateway's own (``tools/call``) and return its
+        result as sent (JSON); an error answer raises the SDK's ``MCPError``, as from a
+        session (``CONNECTION_CLOSED`` when the server goes away meanwhile).
+
+        The answer is taken straight from the line the reader parsed: not through the
+        session's dispatcher, its memory streams and tasks and its second check of the
+        result, which cost more than the rest of a mounted call together. Such a request
+        has a string id of its own (the session's are numbers) and doubles as its progress
+        token. Cancelling the awaiting task sends ``notifications/cancelled``."""
+        from mcp import MCPError
+
+        if self.closed.is_set():
+            raise MCPError(code=_CONNECTION_CLOSED, message="Connection closed")
+        self._sent += 1
+        ident = f"gw-{self._sent}"
+        if progress is not None:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = ident
+            params = {**params, "_meta": meta}
+        answer = _Answer(progress)
+        self._waiting[ident] = answer
+        line = _dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            try:
+                await stdin.send(line)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                raise MCPError(code=_CONNECTION_CLOSED, message="Connection closed") from None
+            await answer.done.wait()
+        except anyio.get_cancelled_exc_class():
+            # The call's timeout or the client's cancellation: the server is told to stop.
+            cancel = {"requestId": ident, "reason": "the gateway cancelled the call"}
+            note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+            with anyio.move_on_after(STDIN_GRACE, shield=True):
+                with contextlib.suppress(Exception):
+                    await stdin.send(_dumps(note))
+            raise
+        finally:
+            self._waiting.pop(ident, None)
+        if answer.error is not None:
+            raise MCPError(code=answer.error[0], message=answer.error[1], data=answer.error[2])
+        assert answer.result is not None
+        return answer.result
+
+    def takes(self, data: Any) -> bool:
+        """Whether ``data`` (a parsed line) belongs to one of :meth:`request`'s requests: its
+        answer, or its progress. Then it is dealt with here."""
+        if not isinstance(data, dict):
+            return False
+        ident = data.get("id")
+        if isinstance(ident, str):
+            answer = self._waiting.get(ident)
+            if answer is None:
+                return False
+            result, error = data.get("result"), data.get("error")
+            if isinstance(result, dict):
+                answer.result = result
+            elif isinstance(error, dict):
+                code = error.get("code")
+                message = error.get("message")
+                answer.error = (
+                    code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+                    message if isinstance(message, str) else "",
+                    error.get("data"),
+                )
+            else:
+                answer.error = (-32603, "the answer is not a JSON-RPC result", None)
+            answer.done.set()
+            return True
+        if data.get("method") != "notifications/progress":
+            return False
+        params = data.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        answer = self._waiting.get(token) if isinstance(token, str) else None
+        if answer is None or answer.progress is None:
+            return answer is not None
+        assert isinstance(params, dict)
+        done, total, message = params.get("progress"), params.get("total"), params.get("message")
+        if isinstance(done, int | float) and not isinstance(done, bool) and self._spawn:
+            report = answer.progress
+
+            async def tell() -> None:  # in a task of its own: the reader goes on reading
+                with contextlib.suppress(Exception):
+                    await report(
+                        float(done),
+                        float(total) if isinstance(total, int | float) else None,
+                        message if isinstance(message, str) else None,
+                    )
+
+            self._spawn(tell)
+        return True
+
+    def _gone(self) -> None:
+        """The connection ended: every request still waiting is answered so."""
+        for answer in self._waiting.values():
+            if not answer.done.is_set():
+                answer.error = (_CONNECTION_CLOSED, "Connection closed", None)
+                answer.done.set()
 
     @property
     def returncode(self) -> int | None:
@@ -143,9 +273,130 @@ class ServerProcess:
         return f"exited with code {code}"
 
 
+class _PipeIn(anyio.abc.ByteReceiveStream):
+    """A pipe of a process started before the event loop ran, read by the loop."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data = await self._reader.read(max_bytes)
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def aclose(self) -> None:
+        self._reader.feed_eof()
+
+
+class _PipeOut(anyio.abc.ByteSendStream):
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def send(self, item: bytes) -> None:
+        if self._writer.is_closing():
+            raise anyio.BrokenResourceError
+        try:
+            self._writer.write(item)
+            await self._writer.drain()
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+
+class _Started(anyio.abc.Process):
+    """A ``subprocess.Popen`` started before the event loop ran (a plugin's worker, so that
+    it starts while the gateway does), as the loop's process: its pipes read and written by
+    the loop."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self._stdin: anyio.abc.ByteSendStream | None = None
+        self._stdout: anyio.abc.ByteReceiveStream | None = None
+        self._stderr: anyio.abc.ByteReceiveStream | None = None
+
+    async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._popen.stdin and self._popen.stdout and self._popen.stderr
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, self._popen.stdin
+        )
+        self._stdin = _PipeOut(asyncio.StreamWriter(transport, protocol, None, loop))
+        for pipe, attr in ((self._popen.stdout, "_stdout"), (self._popen.stderr, "_stderr")):
+            reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES, loop=loop)
+            await loop.connect_read_pipe(
+                lambda r=reader: asyncio.StreamReaderProtocol(r, loop=loop),  # type: ignore[misc]
+                pipe,
+            )
+            setattr(self, attr, _PipeIn(reader))
+
+    async def aclose(self) -> None:
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
+
+    async def wait(self) -> int:
+        while self._popen.poll() is None:
+            await anyio.sleep(0.01)
+        return self._popen.returncode
+
+    def terminate(self) -> None:
+        self._popen.terminate()
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+    def send_signal(self, signal: signal.Signals) -> None:
+        self._popen.send_signal(signal)
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream | None:
+        return self._stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stdout
+
+    @property
+    def stderr(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stderr
+
+
+def start_process(spec: ServerSpec, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``spec``'s command now, before any event loop runs (see :class:`_Started`):
+    in its own process group, with ``env`` and nothing else, its three pipes for the gateway."""
+    assert spec.command is not None
+    return subprocess.Popen(
+        [spec.command, *spec.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        cwd=spec.cwd,
+        start_new_session=True,
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_process(
-    spec: ServerSpec, env: Mapping[str, str], *, max_message: int = MAX_MESSAGE_BYTES
+    spec: ServerSpec,
+    env: Mapping[str, str],
+    *,
+    max_message: int = MAX_MESSAGE_BYTES,
+    started: subprocess.Popen[bytes] | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+    stdin_grace: float = STDIN_GRACE,
 ) -> AsyncIterator[
     tuple[
         ServerProcess,
@@ -153,24 +404,31 @@ async def open_process(
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """Start ``spec``'s command and yield its handle and the message streams a
-    ``ClientSession`` takes. On exit (also when cancelled) the process group is ended: stdin
-    closed, then SIGTERM after :data:`STDIN_GRACE`, SIGKILL after :data:`TERM_GRACE`."""
-    from subprocess import PIPE
-
+    """Start ``spec``'s command (or take the one :func:`start_process` ``started``) and yield
+    its handle and the message streams a ``ClientSession`` takes. Each line it writes to
+    stderr goes to ``on_stderr`` (else to the log). On exit (also when cancelled) the process
+    group is ended: stdin closed, then SIGTERM after ``stdin_grace`` seconds, SIGKILL after
+    :data:`TERM_GRACE`."""
     import mcp_types as t
     from mcp.shared.message import SessionMessage
+    from pydantic_core import from_json
 
     assert spec.command is not None
-    process = await anyio.open_process(
-        [spec.command, *spec.args],
-        stdin=PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        env=dict(env),
-        cwd=spec.cwd,
-        start_new_session=True,
-    )
+    process: anyio.abc.Process
+    if started is not None:
+        adopted = _Started(started)
+        process = adopted
+        await adopted.connect()
+    else:
+        process = await anyio.open_process(
+            [spec.command, *spec.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
     handle = ServerProcess(spec.name, process)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
@@ -206,10 +464,14 @@ async def open_process(
             pass
         finally:
             handle.closed.set()
+            handle._gone()
 
     async def deliver(line: bytes) -> None:
         try:
-            message = t.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            data = from_json(line)
+            if handle.takes(data):
+                return
+            message = t.jsonrpc_message_adapter.validate_python(data, by_name=False)
         except ValueError:
             # Not the protocol (a stray print on stdout): the line is dropped, the server goes on.
             server_log.warning("wrote a line to stdout that is not a JSON-RPC message")
@@ -227,11 +489,17 @@ async def open_process(
             handle.closed.set()
 
     stderr_done = anyio.Event()
+    # Its own scope, shielded: when the connection is cancelled (the gateway stops), what the
+    # server still writes while it ends is read; it ends with stderr, or when let go below.
+    stderr_scope = anyio.CancelScope(shield=True)
 
     async def read_stderr() -> None:
         assert process.stderr is not None
         pending = b""
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        with (
+            stderr_scope,
+            contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError),
+        ):
             async for chunk in _chunks(process.stderr, stderr_done):
                 lines = (pending + chunk).split(b"\n")
                 pending = lines.pop()[-MAX_STDERR_LINE * 4 :]
@@ -239,9 +507,13 @@ async def open_process(
                     text = raw.decode("utf-8", "replace").rstrip()[:MAX_STDERR_LINE]
                     if text:
                         handle.stderr_tail.append(text)
-                        server_log.info("%s", text)
+                        if on_stderr is not None:
+                            on_stderr(text)
+                        else:
+                            server_log.info("%s", text)
 
     async with anyio.create_task_group() as tg:
+        handle._spawn = tg.start_soon
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
         tg.start_soon(read_stderr)
@@ -249,24 +521,25 @@ async def open_process(
             yield handle, from_server, to_server
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(handle)
+                await _stop(handle, stdin_grace)
                 # Its last words (why it exited, often) reach the log before it is let go.
                 with anyio.move_on_after(STDIN_GRACE):
                     await stderr_done.wait()
+                stderr_scope.cancel()
                 if process.stderr is not None:
                     with contextlib.suppress(Exception):
                         await process.stderr.aclose()
             tg.cancel_scope.cancel()
 
 
-async def _stop(handle: ServerProcess) -> None:
-    """Close stdin and give the server :data:`STDIN_GRACE` to exit, then SIGTERM its process
-    group and, :data:`TERM_GRACE` later, SIGKILL it (what it started goes with it)."""
+async def _stop(handle: ServerProcess, stdin_grace: float = STDIN_GRACE) -> None:
+    """Close stdin and give the server ``stdin_grace`` seconds to exit, then SIGTERM its
+    process group and, :data:`TERM_GRACE` later, SIGKILL it (what it started goes with it)."""
     process = handle.process
     if process.stdin is not None:
         with contextlib.suppress(Exception):
             await process.stdin.aclose()
-    if not await _exited(process, STDIN_GRACE):
+    if not await _exited(process, stdin_grace):
         handle.signal_group(signal.SIGTERM)
         if not await _exited(process, TERM_GRACE):
             log.warning("server %s ignored SIGTERM; killing it", handle.name)
@@ -312,6 +585,21 @@ class Listing:
 
 #: Told each time an upstream (re)connected or listed its tools again.
 OnListing = Callable[["Upstream", Listing], Awaitable[None]]
+#: What a connection does after ``initialize`` and before it lists the tools (a plugin's
+#: worker is handed its settings there).
+Prepare = Callable[["Upstream"], Awaitable[None]]
+
+
+def _abandoned(exc: BaseException) -> Abandon | None:
+    """The :class:`Abandon` that ended a connection, if one did (inside task groups too)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, Abandon) else None
+
+
+class Abandon(Exception):
+    """Raised by a :data:`Prepare` step: the server cannot serve (a plugin that failed to
+    load), so it is not started again. The message says why."""
 
 
 class Upstream:
@@ -326,9 +614,26 @@ class Upstream:
         sanitizer: Sanitizer,
         on_listing: OnListing,
         on_up: Callable[[], None] | None = None,
+        prepare: Prepare | None = None,
+        started: subprocess.Popen[bytes] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+        stdin_grace: float = STDIN_GRACE,
+        title: str | None = None,
+        retry_unanswered: bool = True,
     ) -> None:
+        """``prepare``: see :data:`Prepare`. ``started``: its process, started already
+        (:func:`start_process`), for the first connection. ``on_stderr``: takes each line it
+        writes to stderr. ``stdin_grace``: seconds it gets to exit once its stdin is closed.
+        ``title``: what messages call it (``MCP server 'fs'``). ``retry_unanswered=False``:
+        when it fails before it ever answered, it is not started again (``settled`` is set)."""
         self.spec = spec
         self.name = spec.name
+        self.title = title or f"MCP server {spec.name!r}"
+        self._prepare = prepare
+        self._started = started
+        self._on_stderr = on_stderr
+        self._stdin_grace = stdin_grace
+        self._retry_unanswered = retry_unanswered
         self._env = dict(env)
         self._sanitize = sanitizer
         self._on_listing = on_listing
@@ -343,6 +648,12 @@ class Upstream:
         #: set once it answered for the first time (its tools are listed)
         self.answered = anyio.Event()
         self.answered_at: float | None = None
+        #: set once it answered for the first time, or was given up (see ``retry_unanswered``)
+        self.settled = anyio.Event()
+        #: set while it is up (a new one each time it goes down)
+        self.up = anyio.Event()
+        #: why it is being started again on purpose (:meth:`recycle`), until it is up again
+        self.recycling: str | None = None
         self._relist = anyio.Event()
         self._broken = anyio.Event()
 
@@ -358,17 +669,40 @@ class Upstream:
             try:
                 await self._connected()
             except Exception as exc:  # whatever the server or its transport did: it is down
+                given_up = _abandoned(exc)
+                if given_up is not None:
+                    self.reason = self._sanitize(str(given_up), max_chars=1000)
+                    self.state = State.STOPPED
+                    self.settled.set()
+                    self.session = None
+                    return
+                self.recycling = None  # a start that failed: the backoff applies
                 self.reason = self._why(exc)
+                process = self.process
+                if process is not None and process.closed.is_set():  # it ended: say how
+                    await _exited(process.process, 0.5)
+                    self.reason = self._with_stderr(process.exit_reason(), process)
             finally:
                 self.session = None
+                if self.up.is_set():
+                    self.up = anyio.Event()
+            if self.recycling is not None:  # ended on purpose (recycle): started at once
+                self.reason = self.recycling
+                self.state = State.STARTING
+                continue
+            if not self.answered.is_set() and not self._retry_unanswered:
+                log.warning("%s could not be started: %s", self.title, self.reason)
+                self.state = State.STOPPED
+                self.settled.set()
+                return
             if time.monotonic() - began >= STABLE_SECONDS:
                 delay = RESTART_FIRST
             self.state = State.DOWN
             self.restarts += 1
             self.retry_at = time.monotonic() + delay
             log.warning(
-                "server %s is down (%s); %s again in %g s",
-                self.name,
+                "%s is down (%s); %s again in %g s",
+                self.title,
                 self.reason,
                 "starting it" if self.spec.command is not None else "connecting",
                 delay,
@@ -393,6 +727,7 @@ class Upstream:
     async def _connected(self) -> None:
         """One connection, from start to its end: returns (or raises) when it broke."""
         self._broken = anyio.Event()
+        self.process = None  # this connection's, once it started
         async with self._transport() as (read, write):
             import mcp_types as t
             from mcp.client.session import ClientSession
@@ -408,19 +743,26 @@ class Upstream:
             ) as session:
                 with anyio.fail_after(CONNECT_TIMEOUT):
                     init = await session.initialize()
+                if self._prepare is not None:
+                    self.session = session
+                    await self._prepare(self)
+                with anyio.fail_after(CONNECT_TIMEOUT):
                     listing = await self._list(session, init.server_info)
                 self.session = session
                 self.state = State.UP
                 self.reason = None
+                self.recycling = None
+                self.up.set()
                 if self._on_up is not None:
                     self._on_up()
                 await self._on_listing(self, listing)
                 if not self.answered.is_set():
                     self.answered_at = time.monotonic()
                     self.answered.set()
+                    self.settled.set()
                 log.info(
-                    "server %s is up: %s %s, %d tools",
-                    self.name,
+                    "%s is up: %s %s, %d tools",
+                    self.title,
                     listing.server_name,
                     listing.server_version,
                     len(listing.tools),
@@ -435,7 +777,14 @@ class Upstream:
         """The message streams of a fresh connection; the connection breaks when they end."""
         if self.spec.command is not None:
             env = server_environment(self.spec, self._env)
-            async with open_process(self.spec, env) as (process, read, write):
+            started, self._started = self._started, None
+            async with open_process(
+                self.spec,
+                env,
+                started=started,
+                on_stderr=self._on_stderr,
+                stdin_grace=self._stdin_grace,
+            ) as (process, read, write):
                 self.process = process
 
                 async def watch() -> None:
@@ -528,6 +877,15 @@ class Upstream:
 
     # -- using it ----------------------------------------------------------------------------------
 
+    def recycle(self, why: str) -> None:
+        """Start it again now, on purpose (a plugin's worker whose memory grew too much): its
+        connection ends, and the next starts at once, not after a backoff."""
+        if self.session is None:
+            return
+        self.recycling = why
+        self.up = anyio.Event()  # set again once the next connection is up
+        self._broken.set()
+
     def unavailable(self) -> GatewayError:
         """``BACKEND_UNAVAILABLE`` naming the server and what happens next."""
         stdio = self.spec.command is not None
@@ -542,13 +900,17 @@ class Upstream:
             wait = f"; it is {again} again in {max(1, round(self.retry_at - time.monotonic()))} s"
         return GatewayError(
             ErrorCode.BACKEND_UNAVAILABLE,
-            f"MCP server {self.name!r} {state}{wait}: retry in a few seconds, or see "
-            "gateway_status",
+            f"{self.title} {state}{wait}: retry in a few seconds, or see gateway_status",
             backend_down=True,
         )
 
     async def call(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``tools/call`` of the server's tool ``name``: its result as sent (JSON). Cancelling
         the awaiting task (a timeout, the client's cancellation) sends the server
@@ -560,21 +922,35 @@ class Upstream:
         from mcp import MCPError
         from pydantic import ValidationError
 
-        request = t.CallToolRequest(params=t.CallToolRequestParams(name=name, arguments=arguments))
-        on_progress: Any = progress
+        process = self.process
         try:
-            with self._span(name):
+            with self._span(name) as span:
+                if process is not None:
+                    params: dict[str, Any] = {"name": name, "arguments": arguments}
+                    if meta:
+                        params["_meta"] = dict(meta)
+                    if span is not None:
+                        from opentelemetry.propagate import inject
+
+                        inject(params.setdefault("_meta", {}))  # this span's trace context
+                    result = await process.request("tools/call", params, progress)
+                    t.CallToolResult.model_validate(result, by_name=False)
+                    return result
+                request = t.CallToolRequest(
+                    params=t.CallToolRequestParams(name=name, arguments=arguments)
+                )
+                on_progress: Any = progress
                 # The SDK puts the current trace context (this span's) in the request's _meta.
-                result: dict[str, Any] = await session.send_request(
+                sent: dict[str, Any] = await session.send_request(
                     request, _RAW, progress_callback=on_progress
                 )
-            return result
+            return sent
         except MCPError as exc:
             raise self._refused(exc) from None
         except ValidationError:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
-                f"MCP server {self.name!r} answered with something that is not a tool result",
+                f"{self.title} answered with something that is not a tool result",
                 retryable=False,
             ) from None
 
@@ -609,7 +985,7 @@ class Upstream:
             again = "started" if self.spec.command is not None else "connected"
             return GatewayError(
                 ErrorCode.BACKEND_UNAVAILABLE,
-                f"MCP server {self.name!r} went away during the call; it is {again} again: "
+                f"{self.title} went away during the call; it is {again} again: "
                 "retry in a few seconds",
                 backend_down=True,
             )
@@ -617,11 +993,11 @@ class Upstream:
         if exc.error.code == t.INVALID_PARAMS:
             return GatewayError(
                 ErrorCode.VALIDATION_ERROR,
-                f"MCP server {self.name!r} refused the arguments: {said}",
+                f"{self.title} refused the arguments: {said}",
             )
         return GatewayError(
             ErrorCode.BACKEND_ERROR,
-            f"MCP server {self.name!r} answered with error {exc.error.code}: {said}",
+            f"{self.title} answered with error {exc.error.code}: {said}",
             retryable=False,
         )
 

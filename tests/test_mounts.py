@@ -261,6 +261,30 @@ async def test_an_error_result_is_passed_on_with_its_text_cleaned_like_a_backend
     assert "could not open" in got.payload["error"]["message"]
 
 
+async def test_an_error_answer_or_a_result_that_is_not_one_is_a_clear_error(tmp_path, upstreams):
+    tools = [
+        tool("refuses", annotations=READ, error={"code": -32602, "message": "bad x at /srv/a"}),
+        tool("breaks", annotations=READ, error={"code": -32603, "message": "it broke"}),
+        tool("garbled", annotations=READ, result={"content": "not a list"}),
+        tool("echo", annotations=READ),
+    ]
+    gw = mounting(tmp_path, {"up": upstreams.table(tools=tools)})
+    async with gw:
+        await answered(gw)
+        refused = await gw.call("refuses", {})
+        broke = await gw.call("breaks", {})
+        garbled = await gw.call("garbled", {})
+        fine = await gw.call("echo", {"n": 1})
+    assert refused.code == ErrorCode.VALIDATION_ERROR
+    assert "refused the arguments: bad x at" in refused.payload["error"]["message"]
+    assert "/srv/a" not in refused.payload["error"]["message"]
+    assert broke.code == ErrorCode.BACKEND_ERROR
+    assert "answered with error -32603: it broke" in broke.payload["error"]["message"]
+    assert garbled.code == ErrorCode.BACKEND_ERROR
+    assert "not a tool result" in garbled.payload["error"]["message"]
+    assert not fine.is_error  # the server is up: each answer was about that call alone
+
+
 async def test_a_configured_secret_in_a_result_is_redacted(tmp_path, upstreams):
     secret = "s3cr3t-value-7d1c0e9b"
     result = {

@@ -125,6 +125,9 @@ class Deployment:
         env = gateway_env(
             PYTHONPATH=os.pathsep.join([str(self.site), os.environ.get("PYTHONPATH", "")]),
             MCP_GATEWAY_PLUGINS="fresh",
+            # Loaded in the gateway's process, whose start prints what it lists: a worker's
+            # loader is the same and keeps its schemas in the same file (test_isolated.py).
+            MCP_GATEWAY_ISOLATE="none",
             XDG_CACHE_HOME=str(self.cache),
             PYTHONDONTWRITEBYTECODE="1",
         )

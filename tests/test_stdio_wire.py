@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from conftest import gateway_env
 from wire import StdioServer
@@ -29,3 +32,23 @@ def test_lines_that_are_not_json_rpc_messages_are_answered_and_serving_goes_on(t
             assert answer["error"]["code"] == code, (line[:40], answer)
             assert answer["id"] == ident
         assert server.request("tools/list")["result"]["tools"]
+
+
+def test_a_message_longer_than_the_read_buffer_and_one_sent_in_pieces_are_read_whole(tmp_path):
+    env = gateway_env(MCP_GATEWAY_PLUGINS="gateway")
+    with StdioServer(tmp_path, env) as server:
+        # 3 MB on one line: over the megabyte the event loop buffers before it reads on.
+        big = {"check_health": False, "padding": "x" * 3_000_000}
+        answer = server.request("tools/call", {"name": "gateway_status", "arguments": big})
+        error = json.loads(answer["result"]["content"][0]["text"])["error"]
+        assert error["code"] == "VALIDATION_ERROR" and "padding" in error["message"]
+        line = json.dumps(
+            {"jsonrpc": "2.0", "id": 77, "method": "tools/list", "params": {}}
+        ).encode()
+        assert server.proc.stdin is not None
+        for piece in (line[:10], line[10:30], line[30:] + b"\n"):
+            server.proc.stdin.write(piece)
+            server.proc.stdin.flush()
+            time.sleep(0.05)
+        answer = server.read_message()
+        assert answer["id"] == 77 and answer["result"]["tools"]

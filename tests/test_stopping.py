@@ -43,6 +43,12 @@ class Boom(BaseException):
 """
 
 
+#: What these tests stop is the gateway's own process with its plugins in it (they read
+#: variables they do not declare, as only a plugin in process can); a worker's stop is in
+#: test_isolated.py.
+IN_PROCESS = "none"
+
+
 def _raising_plugin(hook: str, raise_: str) -> str:
     if hook == "import":
         return _PRELUDE + f"raise {raise_}\n"
@@ -129,6 +135,7 @@ def test_a_close_resources_raising_keyboard_interrupt_still_exits_0(plugin_site,
     plugin_site("gwfx-ccki", {"cc": "gwfx_ccki"}, {"gwfx_ccki": source})
     env = gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"],
+        MCP_GATEWAY_ISOLATE=IN_PROCESS,
         MCP_GATEWAY_PLUGINS="cc",
         CLOSED_MARKER=str(tmp_path / "closed"),
     )
@@ -212,6 +219,7 @@ def background(plugin_site, tmp_path):
     plugin_site("gwfx-bg", {"bg": "gwfx_bg"}, {"gwfx_bg": BACKGROUND})
     return gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"],
+        MCP_GATEWAY_ISOLATE=IN_PROCESS,
         MCP_GATEWAY_PLUGINS="bg",
         CLOSED_MARKER=str(tmp_path / "closed"),
     )
@@ -267,6 +275,7 @@ def test_a_real_signal_during_plugin_import_still_stops_start_up(plugin_site, tm
     importing = tmp_path / "importing"
     env = gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"],
+        MCP_GATEWAY_ISOLATE=IN_PROCESS,
         MCP_GATEWAY_PLUGINS="slow",
         MCP_GATEWAY_LOAD_TIMEOUT="60",
         IMPORTING_MARKER=str(importing),
@@ -291,6 +300,7 @@ def test_an_unread_stderr_neither_wedges_the_http_server_nor_its_sigterm(plugin_
     plugin_site("gwfx-chatty", {"bg": "gwfx_chatty"}, {"gwfx_chatty": chatty})
     env = gateway_env(
         PYTHONPATH=os.environ["PYTHONPATH"],
+        MCP_GATEWAY_ISOLATE=IN_PROCESS,
         MCP_GATEWAY_PLUGINS="bg",
         CLOSED_MARKER=str(tmp_path / "closed"),
     )

@@ -10,6 +10,8 @@ crash, flood, show what arrived. ``python upstream_server.py CONFIG.json``; the 
 - ``exit_after``: exit with this status after answering ``tools/list`` once;
 - ``stderr``: a line it writes to stderr when it starts.
 
+A tool with an ``error`` (``{"code", "message"}``) answers every call with that JSON-RPC error.
+
 Tools by name: ``echo`` (its arguments as text), ``sleep`` (``seconds``; progress each 0.1 s
 when asked), ``add_tool`` (lists one more tool, ``added``, and says so), ``crash`` (exits 3),
 ``flood`` (one line of ``bytes`` bytes), ``env`` (its environment as JSON), ``meta`` (the
@@ -59,6 +61,9 @@ def call(ident: object, params: dict) -> None:
         send(
             {"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": f"no tool {name}"}}
         )
+        return
+    if "error" in tool:
+        send({"jsonrpc": "2.0", "id": ident, "error": tool["error"]})
         return
     if "result" in tool:
         result = tool["result"]

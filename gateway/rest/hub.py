@@ -87,6 +87,15 @@ class BackendHub:
                         orphans.append(entry.client)
         return orphans
 
+    def declared(self) -> list[tuple[RestBackend, RestSettings]]:
+        """Every declared backend with its settings."""
+        return [(e.backend, e.settings) for e in self._entries.values()]
+
+    def add_unexpanded(self, references: Mapping[str, str]) -> None:
+        """More variables left out as unexpanded references (a plugin's worker learns them
+        as it is handed its settings)."""
+        self._unexpanded.update(references)
+
     def settings(self, backend: RestBackend | str) -> RestSettings:
         name = backend if isinstance(backend, str) else backend.name
         return self._entries[name].settings

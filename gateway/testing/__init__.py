@@ -54,7 +54,9 @@ def make_gateway(
     **gateway_settings: Any,
 ) -> Gateway:
     """Build a gateway for tests. ``plugins`` restricts the installed plugins loaded (the
-    built-in ``gateway`` plugin is always there); ``env`` replaces the process environment;
+    built-in ``gateway`` plugin is always there); plugins run in process unless ``isolate``
+    (or ``MCP_GATEWAY_ISOLATE`` in ``env``) says otherwise; ``env`` replaces the process
+    environment;
     ``telemetry`` builds the gateway's telemetry (a
     :class:`gateway.testing.telemetry.TelemetryRecorder` keeps it in memory)."""
     cwd = Path(cwd or Path.cwd()).resolve()
@@ -65,6 +67,10 @@ def make_gateway(
         overrides["plugins"] = list(plugins) or ["gateway"]
     overrides.setdefault("data_roots", [str(cwd)])
     overrides.setdefault("audit_log", str(cwd / "audit.jsonl"))
+    if "MCP_GATEWAY_ISOLATE" not in environment:
+        # The kit runs the plugin under test in process (its checks replace handlers and
+        # look at the plugin's state) unless asked to isolate it, as a deployment does.
+        overrides.setdefault("isolate", "none")
     config = load_config(
         env={k: v for k, v in environment.items() if k != "MCP_GATEWAY_CONFIG"},
         overrides=overrides,

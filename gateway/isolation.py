@@ -1,0 +1,786 @@
+"""Isolated plugins: each in a worker process of its own, mounted like an MCP server.
+
+A plugin the deployment isolates (``isolate``: a list of names, ``third-party`` by default, or
+``all``) is not imported by the gateway. The loader hands it to :meth:`Workers.add`, which
+starts ``python -m gateway.worker NAME`` at once (so the worker imports its plugin while the
+gateway starts) and mounts it through the machinery of mounted servers
+(:class:`~gateway.upstream.Upstream`, :class:`~gateway.mounts.Mounts`): restarted with backoff
+when it exits, its tools answering ``BACKEND_UNAVAILABLE`` meanwhile. What differs from a
+mounted server:
+
+- **offered exactly as in process.** The worker loads the plugin with the gateway's loader and
+  lists each tool in the form the registry derives (schemas, ``MUTATION:`` paragraph,
+  annotations, ``_meta``); those are published as listed, byte for byte, with the tiers they
+  declare (read only where ``readOnlyHint`` is true: a worker is trusted no more than a
+  mounted server). Its prompts, health checks and each tool's timeout and backend come with
+  its load. Its definitions are not pinned: they are installed code, not a server's word.
+- **its own settings only.** The worker asks for the tables and variables its plugin's
+  settings (and REST backends) declare; it is handed those, except the gateway's own
+  (``MCP_GATEWAY_*``, ``OTEL_*``, the token), a table of another installed plugin or of a
+  backend a plugin in process uses, and a variable another plugin in process declares. Its
+  process starts with ``PATH``, ``HOME``, the locale, the temporary and XDG folders and
+  Python's ``PYTHON*`` variables, nothing else of the gateway's environment.
+- **faults cost only the plugin.** Policy, validation, breakers, timeouts, sanitizing, audit
+  and telemetry run here, in the gateway. A call the worker does not give up once it was
+  cancelled (its timeout, the client) ends the worker: ``GIVE_UP_SECONDS`` later, it must say
+  the call stopped; one whose event loop is blocked cannot even answer. A worker whose memory
+  grows past ``max_worker_memory_mb`` is started again once no call is running. A plugin
+  that fails to load (an import error, a hook that raises, ``os._exit`` while loading) is
+  reported as in process, and its worker is not started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from .config import GatewayConfig, field_env_names
+from .errors import ErrorCode, GatewayError, Sanitizer
+from .health import HealthMonitor
+from .mounts import (
+    MountedTool,
+    Mounts,
+    Screened,
+    ServerRecord,
+    UpstreamArguments,
+    mutation_paragraph,
+)
+from .pipeline import Shaped
+from .plugins import PluginLoader, PluginRecord, PluginSource, PluginState
+from .prompts import PromptContext, PromptRegistry, PromptSpec, RegisteredPrompt
+from .registry import Registry, compile_schema
+from .spec import (
+    TOOL_NAME,
+    HealthCheck,
+    Mutation,
+    NotInitialized,
+    PluginContext,
+    ServerSpec,
+    Tier,
+    ToolContext,
+    ToolSpec,
+)
+from .upstream import (
+    Abandon,
+    ServerProcess,
+    State,
+    Upstream,
+    server_environment,
+    start_process,
+)
+from .worker import CALLS, HEALTH, LOAD, PRIVATE
+
+if TYPE_CHECKING:
+    import subprocess
+
+log = logging.getLogger("gateway.isolation")
+
+#: Seconds a worker has to end a call once it was cancelled, and then to say so.
+GIVE_UP_SECONDS = 2.0
+#: Seconds a worker may take to start, on top of its plugin's load and open times.
+START_SECONDS = 15.0
+#: What of the gateway's environment a worker starts with besides :data:`INHERITED`: the
+#: temporary and XDG folders, and Python's own variables (where its packages are); see
+#: :data:`gateway.upstream.INHERITED` for what every stdio process gets.
+_WORKER_ENV = ("TMPDIR", "TEMP", "TMP")
+_WORKER_PREFIXES = ("XDG_", "PYTHON")
+#: Variables never handed to a worker, whatever its plugin declares: the gateway's own.
+_GATEWAY_OWN = ("MCP_GATEWAY_", "OTEL_")
+_LEVELS = {name: getattr(logging, name) for name in ("DEBUG", "INFO", "WARNING", "ERROR")}
+_LEVELS["CRITICAL"] = logging.CRITICAL
+
+
+def worker_environment(env: dict[str, str]) -> dict[str, str]:
+    """What a worker's process starts with, of the gateway's environment ``env`` (on top of
+    :data:`~gateway.upstream.INHERITED`, which every stdio process gets)."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k in _WORKER_ENV or (k.startswith(_WORKER_PREFIXES) and k != "PYTHONSTARTUP")
+    }
+
+
+@dataclass
+class WorkerRecord(ServerRecord):
+    """An isolated plugin, reported among the plugins like one in process."""
+
+    pinned: ClassVar[bool] = False
+    runs: str = "worker"
+    distribution: str = ""
+    #: what it was handed (settings tables, variables), handed again when it restarts
+    handed: dict[str, Any] = field(default_factory=dict)
+    #: calls running in it now; why it is to be started again once there are none
+    running: int = 0
+    recycle_due: str | None = None
+    #: its plugin loaded once (a later failure to load is a restart's, tried again)
+    loaded: bool = False
+    #: the gateway's workers (set when it is added)
+    workers: Workers | None = None
+
+    @property
+    def label(self) -> str:
+        return f"plugin {self.name}"
+
+    def as_dict(self) -> dict[str, Any]:
+        out = PluginRecord.as_dict(self)
+        upstream = self.upstream
+        if upstream is not None and self.state is PluginState.LOADED:
+            status = upstream.status()
+            process = upstream.process
+            if process is not None and upstream.state is State.UP:
+                memory = process.memory()
+                if memory is not None:
+                    status["memory_mb"] = round(memory / (1024 * 1024), 1)
+            out["worker"] = status
+            if out["reason"] is None and upstream.state is not State.UP:
+                out["reason"] = upstream.reason
+        return out
+
+    def screen_listing(
+        self, mounts: Mounts, listed: list[dict[str, Any]], *, record_first_use: bool
+    ) -> Screened:
+        """Each tool as the worker listed it, which is as the registry derives it in process;
+        only what the worker says to the gateway alone (:data:`PRIVATE`) is taken out."""
+        assert self.workers is not None
+        return self.workers.screen(self, listed)
+
+
+@dataclass
+class WorkerTool(MountedTool):
+    """A tool of an isolated plugin. Its ``inputSchema`` (the registry's, in the worker) is
+    compiled on its first call, as a plugin's in process is: not while the gateway starts. A
+    worker whose plugin tampered with it so that it is no JSON Schema gets its calls refused."""
+
+    def validate(self, arguments: Any) -> Any:
+        if self._checker is None:
+            try:
+                checker = compile_schema(self.input_schema)
+                type(checker).check_schema(checker.schema)
+            except Exception as exc:
+                raise GatewayError(
+                    ErrorCode.BACKEND_ERROR,
+                    f"plugin {self.plugin.name!r} (in a worker) published an inputSchema that is "
+                    f"not a valid JSON Schema ({type(exc).__name__}); nothing was sent",
+                    retryable=False,
+                ) from None
+            self._checker = checker
+        return super().validate(arguments)
+
+
+class _OpenArguments(BaseModel):
+    """A prompt's arguments, checked by its own model in the worker."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Workers:
+    """The isolated plugins of one gateway (see the module's docstring)."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        mounts: Mounts,
+        loader: PluginLoader,
+        registry: Registry,
+        health: HealthMonitor,
+        prompts: PromptRegistry,
+        sanitizer: Sanitizer,
+    ) -> None:
+        self.config = config
+        self.mounts = mounts
+        self.loader = loader
+        self.registry = registry
+        self.health = health
+        self.prompts = prompts
+        self.sanitizer = sanitizer
+        self.records: dict[str, WorkerRecord] = {}
+        self._watching: set[asyncio.Task[None]] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+    @property
+    def settled(self) -> bool:
+        """Has every worker loaded its plugin (or failed to)? Only then is known which
+        tables their plugins read."""
+        return all(r.loaded or r.state is not PluginState.LOADED for r in self.records.values())
+
+    # -- starting ------------------------------------------------------------------------------
+
+    def add(self, src: PluginSource) -> PluginRecord:
+        """The loader's hand-over of a plugin to isolate: its worker starts now."""
+        record = WorkerRecord(
+            src.name, src.version, PluginState.LOADED, source=f"worker: {src.origin}"
+        )
+        record.summary = src.summary
+        record.distribution = src.distribution
+        record.workers = self
+        record.context = PluginContext(
+            name=src.name,
+            version=src.version,
+            settings=None,
+            data_roots=tuple(self.config.data_roots),
+            logger=logging.getLogger(f"gateway.plugin.{src.name}"),
+            read_only=self.config.read_only,
+            sanitizer=self.sanitizer,
+        )
+        spec = ServerSpec(
+            name=src.name,
+            command=sys.executable,
+            args=(
+                "-m",
+                "gateway.worker",
+                src.name,
+                "--distribution",
+                src.distribution,
+                "--load-timeout",
+                f"{self.config.load_timeout:g}",
+                "--log-level",
+                self.config.log_level,
+                *(["--debug"] if self.config.debug else []),
+            ),
+            env=worker_environment(self.config.env),
+            origin=src.origin,
+        )
+        started: subprocess.Popen[bytes] | None = None
+        try:
+            started = start_process(spec, server_environment(spec, self.config.env))
+        except OSError as exc:  # started by the upstream then, which reports why
+            log.warning("plugin %s: its worker could not be started yet: %s", src.name, exc)
+        record.upstream = Upstream(
+            spec,
+            env=self.config.env,
+            sanitizer=self.sanitizer,
+            on_listing=self.mounts._listed,
+            prepare=self._prepare,
+            started=started,
+            on_stderr=self._stderr(src.name),
+            stdin_grace=self.config.resource_timeout + 1.0,
+            title=f"plugin {src.name!r}",
+            retry_unanswered=False,
+        )
+        self.records[src.name] = record
+        self.mounts.add_record(record)
+        return record
+
+    def _stderr(self, name: str) -> Callable[[str], None]:
+        """A worker's log lines (``LEVEL logger: message``) into the gateway's log, at their
+        level; anything else it writes (a plugin's print) at INFO."""
+        fallback = logging.getLogger(f"gateway.worker.{name}")
+
+        def line(text: str) -> None:
+            level, _, rest = text.partition(" ")
+            logger, sep, message = rest.partition(": ")
+            if level in _LEVELS and sep and logger and " " not in logger:
+                logging.getLogger(logger).log(_LEVELS[level], "[%s] %s", name, message)
+            else:
+                fallback.info("%s", text)
+
+        return line
+
+    async def loaded(self) -> None:
+        """Wait until every worker loaded its plugin, or failed to (bounded)."""
+        if not self.records:
+            return
+        limit = self.config.load_timeout + self.config.resource_timeout + START_SECONDS
+        with anyio.move_on_after(limit):
+            for record in self.records.values():
+                if record.upstream is not None:
+                    await record.upstream.settled.wait()
+        for record in self.records.values():
+            upstream = record.upstream
+            if upstream is None or record.state is not PluginState.LOADED:
+                continue
+            if not upstream.settled.is_set():
+                self._failed(record, f"its worker did not load it within {limit:g} s")
+                if upstream.process is not None:
+                    upstream.process.kill()
+            elif not upstream.answered.is_set():
+                self._failed(record, f"its worker stopped while it loaded: {upstream.reason}")
+
+    def _failed(
+        self, record: WorkerRecord, reason: str, mistake: str | None = None, *, said: bool = False
+    ) -> None:
+        """The plugin failed to load (``said``: its worker logged why already)."""
+        record.state = PluginState.FAILED
+        record.reason = self.sanitizer(reason, max_chars=1000)
+        record.settings_mistake = mistake
+        record.tools, record.checks, record.prompts = [], [], []
+        self.registry.remove_plugin(record.name)
+        self.prompts.remove_plugin(record.name)
+        self.health.remove_plugin(record.name)
+        self.loader.refresh_withheld()
+        self.loader.refresh_offered()
+        if mistake is None and not said:
+            log.error("plugin %s %s skipped: %s", record.name, record.version, record.reason)
+
+    async def stop(self) -> None:
+        for task in list(self._watching):
+            task.cancel()
+
+    # -- loading -------------------------------------------------------------------------------
+
+    async def _prepare(self, upstream: Upstream) -> None:
+        """Hand the worker its settings (:data:`~gateway.worker.LOAD`, as it asks), then take
+        its health checks and prompts. A plugin that fails to load the first time is given
+        up, as one in process is skipped."""
+        record = self.records[upstream.name]
+        process = upstream.process
+        assert process is not None
+        params = self._base(record)
+        for _ in range(20):  # a table and its variables at a time; no plugin needs more
+            with anyio.fail_after(self.config.load_timeout + self.config.resource_timeout + 5):
+                answer = await process.request(LOAD, params)
+            needs = answer.get("needs")
+            if not isinstance(needs, dict):
+                break
+            params = self._hand(record, needs)
+        failed = answer.get("failed")
+        loaded = answer.get("loaded")
+        if not isinstance(loaded, dict):
+            why = failed if isinstance(failed, dict) else {}
+            reason = str(why.get("reason") or "its worker did not load it")
+            mistake = why.get("settings_mistake")
+            if record.loaded:
+                raise RuntimeError(reason)  # it loaded before: started again, with backoff
+            self._failed(record, reason, mistake if isinstance(mistake, str) else None, said=True)
+            raise Abandon(reason)
+        try:
+            self._take(record, loaded, upstream)
+        except ValueError as exc:
+            if record.loaded:
+                raise
+            self._failed(record, f"invalid prompt declaration: {exc}")
+            raise Abandon(str(exc)) from None
+        record.loaded = True
+
+    def _base(self, record: WorkerRecord) -> dict[str, Any]:
+        """The first LOAD request: the deployment's settings that apply to any plugin, its own
+        table, and whatever it was handed before (when it is started again)."""
+        config = self.config
+        params: dict[str, Any] = {
+            "config": {
+                "read_only": config.read_only,
+                "debug": config.debug,
+                "log_level": config.log_level,
+                "resource_timeout": config.resource_timeout,
+                "health_timeout": config.health_timeout,
+                "offer_unconfigured_tools": config.offer_unconfigured_tools,
+                "schema_cache": config.schema_cache,
+                "server_name": config.server_name,
+            },
+            "data_roots": [str(p) for p in config.data_roots],
+            "source": config.source,
+        }
+        if not record.handed:
+            record.handed = self._values(record, [], [record.name])
+        for key, value in record.handed.items():
+            params[key] = value
+        return params
+
+    def _hand(self, record: WorkerRecord, needs: dict[str, Any]) -> dict[str, Any]:
+        variables = [str(v) for v in needs.get("variables") or [] if isinstance(v, str)]
+        tables = [str(t) for t in needs.get("tables") or [] if isinstance(t, str)]
+        more = self._values(record, variables, tables)
+        handed = record.handed
+        for key in ("env", "tables", "origins", "unexpanded"):
+            handed.setdefault(key, {}).update(more.get(key) or {})
+        for key in ("references", "answered"):
+            handed[key] = sorted({*handed.get(key, []), *more.get(key, [])})
+        return more
+
+    def _values(
+        self, record: WorkerRecord, variables: list[str], tables: list[str]
+    ) -> dict[str, Any]:
+        """The settings a worker asked for that are its own (see the module's docstring)."""
+        config = self.config
+        out: dict[str, Any] = {
+            "env": {},
+            "tables": {},
+            "origins": {},
+            "unexpanded": {},
+            "references": [],
+            "answered": [*variables, *(f"table:{t}" for t in tables)],
+        }
+        claimed_vars, claimed_tables = self._claimed(record)
+        refused = []
+        for table in tables:
+            if table in claimed_tables:
+                refused.append(f"[plugins.{table}]")
+                continue
+            if table in config.plugin_tables:
+                out["tables"][table] = config.plugin_table(table)  # read: not an unknown table
+            for key, where in config.origins.items():
+                if key == f"plugins.{table}" or key.startswith(f"plugins.{table}."):
+                    out["origins"][key] = where
+            out["references"] += [r for r in config.references if r.startswith(f"plugins.{table}.")]
+        for name in variables:
+            if name.startswith(_GATEWAY_OWN) or name in claimed_vars:
+                refused.append(name)
+                continue
+            value = config.env.get(name)
+            if value is not None and value in self._gateway_secrets():
+                refused.append(name)
+                continue
+            if value is not None:
+                out["env"][name] = value
+            if name in config.unexpanded:
+                out["unexpanded"][name] = config.unexpanded[name]
+        if refused:
+            log.warning(
+                "plugin %s (in a worker) asked for %s, which belong to the gateway or another "
+                "plugin: not handed over",
+                record.name,
+                ", ".join(refused),
+            )
+        return out
+
+    def _claimed(self, record: WorkerRecord) -> tuple[set[str], set[str]]:
+        """Variables and tables of others: what plugins in process declare and read, and the
+        tables named after other installed plugins."""
+        variables: set[str] = set()
+        tables = {r.name for r in self.loader.records if r.name != record.name}
+        from .entrypoints import installed_plugins
+
+        tables |= {p.name for p in installed_plugins() if p.name != record.name}
+        for other in self.loader.records:
+            if other.runs != "process" or other.context is None:
+                continue
+            settings = other.context.settings
+            if isinstance(settings, BaseModel):
+                variables |= {n for g in field_env_names(type(settings)).values() for n in g}
+        for backend, settings in self.loader.backends.declared():
+            variables |= {n for g in field_env_names(type(settings)).values() for n in g}
+            tables.add(backend.settings_table)
+        return variables, tables
+
+    def _gateway_secrets(self) -> set[str]:
+        config = self.config
+        secrets = set()
+        if config.token is not None:
+            secrets.add(config.token.get_secret_value())
+        if config.auth is not None and config.auth.introspection is not None:
+            secrets.add(config.auth.introspection.client_secret.get_secret_value())
+        return secrets
+
+    def _take(self, record: WorkerRecord, loaded: dict[str, Any], upstream: Upstream) -> None:
+        """The plugin's health checks and prompts, as the worker loaded them."""
+        record.version = str(loaded.get("version") or record.version)
+        if record.context is not None:
+            record.context.version = record.version
+        self.sanitizer.add_secrets(str(s) for s in loaded.get("secrets") or [])
+        checks = []
+        for c in loaded.get("checks") or []:
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+                continue
+            timeout = c.get("timeout")
+            checks.append(
+                HealthCheck(
+                    name=c["name"],
+                    check=self._remote_check(record, c["name"]),
+                    backend=c.get("backend") if isinstance(c.get("backend"), str) else None,
+                    timeout=float(timeout) if isinstance(timeout, int | float) else 5.0,
+                    required=c.get("required") is not False,
+                    not_configured=c["not_configured"]
+                    if isinstance(c.get("not_configured"), str)
+                    else None,
+                    shared=c.get("shared") is True,
+                )
+            )
+        self.health.remove_plugin(record.name)
+        self.health.add_all(record.name, checks)
+        record.checks = [c.name for c in checks]
+        prompts = []
+        for p in loaded.get("prompts") or []:
+            if not isinstance(p, dict) or not isinstance(p.get("name"), str):
+                continue
+            spec = PromptSpec(
+                name=p["name"],
+                description=str(p.get("description") or ""),
+                arguments=_OpenArguments,
+                render=self._remote_render(record, p["name"]),
+                title=p.get("title") if isinstance(p.get("title"), str) else None,
+                requires=tuple(str(t) for t in p.get("requires") or []),
+                free_text=p.get("free_text") if isinstance(p.get("free_text"), str) else None,
+            )
+            assert record.context is not None
+            arguments = [a for a in p.get("arguments") or [] if isinstance(a, dict)]
+            prompts.append(RegisteredPrompt(spec, record.context, arguments))
+        self.prompts.remove_plugin(record.name)
+        self.prompts.add_all(prompts)
+        record.prompts = [p.name for p in prompts]
+
+    def _remote_check(self, record: WorkerRecord, name: str) -> Callable[[], Awaitable[str | None]]:
+        async def check() -> str | None:
+            answer = await self._request(record, HEALTH, {"name": name})
+            status, detail = answer.get("status"), answer.get("detail")
+            detail = str(detail) if detail is not None else None
+            if status == "ok":
+                return detail
+            if status == "uninitialized":
+                raise NotInitialized(detail or "")
+            if status == "unconfigured":
+                raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, detail or "not configured")
+            code = ErrorCode.TIMEOUT if status == "timeout" else ErrorCode.BACKEND_ERROR
+            raise GatewayError(code, detail or "failed")
+
+        return check
+
+    def _remote_render(self, record: WorkerRecord, name: str) -> Any:
+        async def render(args: BaseModel, ctx: PromptContext) -> str:
+            meta = {PRIVATE: {"tools": sorted(ctx.tools), "read_only": ctx.read_only}}
+            params = {"name": name, "arguments": args.model_dump(), "_meta": meta}
+            from mcp import MCPError
+
+            try:
+                answer = await self._request(record, "prompts/get", params)
+            except MCPError as exc:
+                said = exc.error.data.get(PRIVATE) if isinstance(exc.error.data, dict) else None
+                if isinstance(said, dict) and said.get("code") in ErrorCode.__members__:
+                    raise GatewayError(
+                        ErrorCode(said["code"]), str(said.get("message") or "")
+                    ) from None
+                raise GatewayError(
+                    ErrorCode.INTERNAL_ERROR, f"prompt {name!r} could not be rendered"
+                ) from None
+            messages = answer.get("messages")
+            if isinstance(messages, list) and messages and isinstance(messages[0], dict):
+                content = messages[0].get("content")
+                if isinstance(content, dict) and isinstance(content.get("text"), str):
+                    return str(content["text"])
+            raise GatewayError(ErrorCode.INTERNAL_ERROR, f"prompt {name!r} rendered no text")
+
+        return render
+
+    async def _request(
+        self, record: WorkerRecord, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        upstream = record.upstream
+        assert upstream is not None
+        process = upstream.process
+        if upstream.session is None or process is None:
+            raise self._unavailable(record)
+        from mcp import MCPError
+
+        try:
+            return await process.request(method, params)
+        except MCPError as exc:
+            if exc.error.code == -32000:  # it went away meanwhile
+                raise self._unavailable(record) from None
+            raise
+
+    # -- its tools -----------------------------------------------------------------------------
+
+    def screen(self, record: WorkerRecord, listed: list[dict[str, Any]]) -> Screened:
+        out = Screened()
+        assert record.context is not None
+        for tool in listed:
+            name = tool.get("name")
+            if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+                out.notes.append(f"its worker listed a tool with an invalid name {name!r}")
+                continue
+            try:
+                made = self._tool(record, tool)
+            except (ValueError, TypeError, KeyError) as exc:
+                out.held[name] = self.sanitizer(f"its worker listed it wrongly ({exc})")
+                continue
+            out.tools.append(made)
+        return out
+
+    def _tool(self, record: WorkerRecord, listed: dict[str, Any]) -> WorkerTool:
+        """The registry's tool for one the worker listed: its published form as listed (what
+        only the gateway is told taken out of ``_meta``), its tier as it declares it."""
+        assert record.context is not None
+        name = str(listed["name"])
+        meta = dict(listed.get("_meta") or {})
+        private = meta.pop(PRIVATE, None) or {}
+        hints = listed.get("annotations") or {}
+        read = hints.get("readOnlyHint") is True
+        tier = Tier.READ if read else Tier.MUTATION
+        destructive = not read and hints.get("destructiveHint") is not False
+        idempotent = read or hints.get("idempotentHint") is True
+        description = str(listed.get("description") or "")
+        if not read and "MUTATION:" not in description:  # never offered as safer than it is
+            description = f"{description}\n\n{mutation_paragraph(destructive)}".strip()
+        title = str(hints.get("title") or listed.get("title") or name)
+        input_schema = listed.get("inputSchema")
+        if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
+            raise ValueError("its inputSchema is not a JSON Schema of an object")
+        timeout = private.get("timeout")
+        backend = private.get("backend")
+
+        async def call_worker(args: Any, ctx: ToolContext[Any]) -> Shaped:
+            return await self.call(record, name, args, ctx)
+
+        spec: ToolSpec[Any] = ToolSpec(
+            name=name,
+            description=description,
+            input_model=UpstreamArguments,
+            handler=call_worker,
+            tier=tier,
+            title=title,
+            mutation=None
+            if read
+            else Mutation(
+                consequence="as its description says",
+                requires="as its description says",
+                reversible=False,
+                destructive=destructive,
+                idempotent=idempotent,
+            ),
+            timeout=float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None,
+            backend=backend if isinstance(backend, str) and backend else None,
+            open_world=hints.get("openWorldHint") is not False,
+        )
+        return WorkerTool(
+            spec=spec,
+            tier=tier,
+            plugin=record.context,
+            input_schema=input_schema,
+            output_schema=listed.get("outputSchema"),
+            description=description,
+            annotations={
+                "title": title,
+                "read_only_hint": read,
+                "destructive_hint": destructive,
+                "idempotent_hint": idempotent,
+                "open_world_hint": hints.get("openWorldHint") is not False,
+            },
+            meta=meta or None,
+            upstream_name=name,
+        )
+
+    def _unavailable(self, record: WorkerRecord) -> GatewayError:
+        """``BACKEND_UNAVAILABLE`` naming the plugin; not counted against its backends'
+        breakers (the worker is down, not they)."""
+        assert record.upstream is not None
+        err = record.upstream.unavailable()
+        err.backend_down = False
+        return err
+
+    async def call(
+        self, record: WorkerRecord, name: str, args: Any, ctx: ToolContext[Any]
+    ) -> Shaped:
+        """One call in the worker: its result as shaped there, or its error as raised there
+        (the gateway's layers take it as one raised here)."""
+        upstream = record.upstream
+        assert upstream is not None
+        if upstream.recycling is not None:
+            await upstream.up.wait()  # started again on purpose: back in a moment
+        if upstream.session is None or record.state is not PluginState.LOADED:
+            raise self._unavailable(record)
+        cid = ctx.correlation_id
+        process = upstream.process
+        record.running += 1
+        try:
+            raw = await upstream.call(
+                name, args, ctx.progress, meta={PRIVATE: {"correlation_id": cid}}
+            )
+        except anyio.get_cancelled_exc_class():
+            if process is not None:
+                self._watch(record, process, cid, name)
+            raise
+        except GatewayError as err:
+            if err.code is ErrorCode.BACKEND_UNAVAILABLE:
+                err.backend_down = False
+            raise
+        finally:
+            record.running -= 1
+            self._mind_memory(record)
+        return self._result(record, raw)
+
+    def _result(self, record: WorkerRecord, raw: dict[str, Any]) -> Shaped:
+        wrong = GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"plugin {record.name!r} (in a worker) answered with something that is not a "
+            "tool result",
+            retryable=False,
+        )
+        content = raw.get("content")
+        if raw.get("isError") is True:
+            meta = raw.get("_meta")
+            said = meta.get(PRIVATE) if isinstance(meta, dict) else None
+            if not isinstance(said, dict) or said.get("code") not in ErrorCode.__members__:
+                raise wrong
+            details = said.get("details")
+            raise GatewayError(
+                ErrorCode(said["code"]),
+                str(said.get("message") or ""),
+                retryable=said["retryable"] if isinstance(said.get("retryable"), bool) else None,
+                details=details if isinstance(details, dict) else None,
+                backend_down=said.get("backend_down") is True,
+            )
+        payload = raw.get("structuredContent")
+        if (
+            not isinstance(payload, dict)
+            or not isinstance(content, list)
+            or not content
+            or not isinstance(content[0], dict)
+            or not isinstance(content[0].get("text"), str)
+        ):
+            raise wrong
+        return Shaped(payload, content[0]["text"])
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def _watch(self, record: WorkerRecord, process: ServerProcess, cid: str, tool: str) -> None:
+        """A call was cancelled: the worker must give it up (see :data:`GIVE_UP_SECONDS`)."""
+        task = asyncio.get_running_loop().create_task(self._gave_up(record, process, cid, tool))
+        self._watching.add(task)
+        task.add_done_callback(self._watching.discard)
+
+    async def _gave_up(
+        self, record: WorkerRecord, process: ServerProcess, cid: str, tool: str
+    ) -> None:
+        await anyio.sleep(GIVE_UP_SECONDS)
+        upstream = record.upstream
+        if upstream is None or upstream.process is not process or process.closed.is_set():
+            return
+        try:
+            with anyio.fail_after(GIVE_UP_SECONDS):
+                answer = await process.request(CALLS, {})
+        except TimeoutError:
+            why = "does not answer (something blocks it)"
+        except Exception:
+            return  # it went away by itself
+        else:
+            running = answer.get("running")
+            if not isinstance(running, list) or cid not in running:
+                return
+            why = "did not stop it"
+        log.error(
+            "plugin %s: a call of %s (correlation_id=%s) was cancelled and its worker %s "
+            "%g s later; the worker is ended and started again",
+            record.name,
+            tool,
+            cid,
+            why,
+            GIVE_UP_SECONDS,
+        )
+        process.kill()
+
+    def _mind_memory(self, record: WorkerRecord) -> None:
+        """Between calls: a worker grown past ``max_worker_memory_mb`` is started again."""
+        limit = self.config.max_worker_memory_mb
+        upstream = record.upstream
+        if not limit or upstream is None or upstream.process is None:
+            return
+        if record.recycle_due is None:
+            memory = upstream.process.memory()
+            if memory is None or memory <= limit * 1024 * 1024:
+                return
+            record.recycle_due = (
+                f"its memory grew to {memory / (1024 * 1024):.0f} MB, past "
+                f"max_worker_memory_mb = {limit}; started again"
+            )
+        if record.running == 0:
+            log.warning("plugin %s: %s", record.name, record.recycle_due)
+            upstream.recycle(record.recycle_due)
+            record.recycle_due = None
