@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import re
 import subprocess
@@ -31,6 +32,28 @@ _SUITE_PACKAGE = Path("node_modules", "@modelcontextprotocol", "conformance")
 #: How the suite names a scenario's folder: ``server-`` + name + ``-`` + ISO time with ``:`` and
 #: ``.`` made ``-``.
 _RESULT_DIR = re.compile(r"^server-(?P<name>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+
+
+#: The test-support plugin implementing the suite's fixtures (testing/conformance), by the
+#: entry point a deployment that serves it declares.
+FIXTURES_PLUGIN = "conformance"
+FIXTURES_ENTRY_POINT = "gateway_conformance_testing.plugin:plugin"
+
+
+def fixtures_site(folder: Path) -> Path:
+    """A folder to put on ``PYTHONPATH`` that makes the fixtures' plugin (installed by
+    ``dev.py test``, with no entry point of its own) a plugin of that gateway: a distribution
+    record declaring its entry point."""
+    from conftest import write_dist
+
+    write_dist(folder, "conformance-fixtures", {FIXTURES_PLUGIN: FIXTURES_ENTRY_POINT}, modules={})
+    return folder
+
+
+def with_fixtures(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """``env`` of a gateway that also serves the fixtures' plugin (see :func:`fixtures_site`)."""
+    path = [str(fixtures_site(folder)), env.get("PYTHONPATH", "")]
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
 
 
 @dataclass(frozen=True)
