@@ -116,10 +116,9 @@ class Exchange:
             out = await attempt(inputs)
             if not isinstance(out, InputRequired):
                 return out
-            self.check(out)
-            if self.modern:
-                return self.result(out)
-            if not self._back_channel():
+            if not self.modern and not self._back_channel():
+                # Stateless 2025 HTTP: no initialize reaches this request, so what the client
+                # declared is unknown; what matters is that it could not be asked anyway.
                 return refuse(
                     GatewayError(
                         ErrorCode.PERMISSION_DENIED,
@@ -129,6 +128,9 @@ class Exchange:
                         "2026-07-28 protocol over HTTP",
                     )
                 )
+            self.check(out)
+            if self.modern:
+                return self.result(out)
             try:
                 answers = await self.ask_all(out)
             except GatewayError as err:
