@@ -377,11 +377,26 @@ class Gateway:
     ) -> list[dict[str, Any]] | InputRequired:
         """Render an offered prompt's messages (JSON ``PromptMessage``s), or what it asks the
         client first; ``GatewayError`` (``NOT_FOUND``, ``VALIDATION_ERROR``)."""
+        if self.mounts and isinstance(name, str) and self.prompts.get(name) is None:
+            await self.settled()  # a mounted server's prompt, asked for before it answered
         prompt = self.offered_prompt(name) if isinstance(name, str) else None
         if prompt is None:
             raise GatewayError(
                 ErrorCode.NOT_FOUND,
                 f"unknown prompt {str(name)[:80]!r}; list the prompts to see what exists",
+            )
+        if prompt.tool is not None:  # a mounted server's: a read-tier call through the pipeline
+            result = await self.pipeline.serve(
+                prompt.tool, {"arguments": dict(arguments or {})}, inputs=inputs
+            )
+            if result.input_required is not None:
+                return result.input_required
+            if result.is_error or result.mcp is None:
+                error = result.payload["error"]
+                raise GatewayError(ErrorCode(error["code"]), str(error["message"]))
+            messages = result.mcp.get("messages")
+            return (
+                [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
             )
         return await render_messages(
             prompt,

@@ -38,6 +38,7 @@ from .inputs import (
     InputRequest,
     InputRequired,
     Inputs,
+    MissingCapability,
     declared,
     required_capabilities,
     responses_json,
@@ -113,7 +114,14 @@ class Exchange:
         until it gives something else than :class:`InputRequired`."""
         inputs = self.first_inputs(params)
         for _ in range(MAX_ROUNDS):
-            out = await attempt(inputs)
+            try:
+                out = await attempt(inputs)
+            except MissingCapability as exc:
+                raise MCPError(
+                    t.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    self.sanitizer(exc.message),
+                    data={"requiredCapabilities": exc.required},
+                ) from None
             if not isinstance(out, InputRequired):
                 return out
             if not self.modern and not self._back_channel():

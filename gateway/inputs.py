@@ -29,6 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .errors import ErrorCode, GatewayError
+
 #: The capability (of ``clientCapabilities``) each request needs.
 NEEDS = {
     "elicitation/create": "elicitation",
@@ -221,3 +223,26 @@ def responses_json(responses: Mapping[str, Any] | None) -> dict[str, dict[str, A
         elif isinstance(value, dict):
             out[str(key)] = value
     return out
+
+
+class MissingCapability(GatewayError):
+    """The client lacks a capability what it called needs (a mounted server said so with
+    ``-32021``): the call is refused with ``-32021`` naming them, as the gateway refuses one of
+    its own (``required``: the ``requiredCapabilities`` object)."""
+
+    def __init__(self, required: Mapping[str, Any], message: str) -> None:
+        super().__init__(ErrorCode.PERMISSION_DENIED, message)
+        self.required = dict(required)
+
+    @classmethod
+    def from_error(cls, data: Any, server: str) -> MissingCapability:
+        """From a server's ``-32021`` error data (kept to the capabilities the gateway knows)."""
+        found = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        names = (
+            {k for k in (found or {}) if k in NEEDS.values()} if isinstance(found, dict) else set()
+        )
+        return cls(
+            required_capabilities(names),
+            f"MCP server {server!r} needs capabilities the client did not declare: "
+            + (", ".join(sorted(names)) or "unnamed ones"),
+        )

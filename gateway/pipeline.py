@@ -41,7 +41,7 @@ from .errors import (
     error_payload,
 )
 from .health import HealthMonitor
-from .inputs import NO_INPUTS, InputRequired, Inputs
+from .inputs import NO_INPUTS, InputRequired, Inputs, MissingCapability
 from .lifecycle import plugin_fault
 from .policy import Policy
 from .registry import RegisteredTool, Registry
@@ -256,6 +256,8 @@ class Errors:
     async def __call__(self, call: Call, call_next: Next) -> CallResult:
         try:
             result = await call_next(call)
+        except MissingCapability:
+            raise  # not a tool's failure: the server refuses the request (gateway.asking)
         except GatewayError as err:
             result = self.result(err, call.tool, call.correlation_id)
         result.correlation_id = call.correlation_id

@@ -337,6 +337,7 @@ class PluginLoader:
                 {
                     **self.registry.withheld(rec.name),
                     **self.resources.withheld(rec.name),
+                    **self.prompts.withheld(rec.name),
                     **rec.held,
                 }
                 if rec.state is PluginState.LOADED

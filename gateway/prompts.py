@@ -30,7 +30,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,6 +38,9 @@ from .content import MAX_CONTENT_BYTES, Message, json_size, text
 from .errors import ErrorCode, GatewayError, Sanitizer, format_validation_error
 from .inputs import NO_INPUTS, InputRequired, Inputs
 from .spec import TOOL_NAME, PluginContext
+
+if TYPE_CHECKING:
+    from .registry import RegisteredTool
 
 log = logging.getLogger("gateway.prompts")
 
@@ -99,6 +102,9 @@ class RegisteredPrompt:
     spec: PromptSpec
     plugin: PluginContext[Any]
     arguments: list[dict[str, Any]]
+    #: a mounted server's prompt: the read-tier call that gets it from the server (its
+    #: ``render`` is not used)
+    tool: RegisteredTool | None = None
 
     @property
     def name(self) -> str:
@@ -152,10 +158,13 @@ def command_words(prompt: RegisteredPrompt, arguments: dict[str, Any]) -> dict[s
 
 
 class PromptRegistry:
-    """All prompts of all loaded plugins, by name; names are unique like tool names."""
+    """All prompts of all loaded plugins, by name; names are unique like tool names. A mounted
+    server's prompts are claimed (:meth:`claim_all`): a name a plugin or another server has
+    too is served by neither and reported, as a tool name is."""
 
     def __init__(self) -> None:
         self._prompts: dict[str, RegisteredPrompt] = {}
+        self._claims: dict[str, list[RegisteredPrompt]] = {}
 
     def add_all(self, prompts: list[RegisteredPrompt]) -> None:
         seen: set[str] = set()
@@ -168,20 +177,48 @@ class PromptRegistry:
         for p in prompts:
             self._prompts[p.name] = p
 
+    def claim_all(self, prompts: list[RegisteredPrompt]) -> None:
+        """A mounted server's prompts (its earlier ones are removed first by the caller)."""
+        for p in prompts:
+            self._claims.setdefault(p.name, []).append(p)
+
     def remove_plugin(self, plugin: str) -> None:
         for name in [n for n, p in self._prompts.items() if p.plugin.name == plugin]:
             del self._prompts[name]
+        for name in list(self._claims):
+            self._claims[name] = [p for p in self._claims[name] if p.plugin.name != plugin]
+            if not self._claims[name]:
+                del self._claims[name]
+
+    def _served(self) -> dict[str, RegisteredPrompt]:
+        out = {n: p for n, p in self._prompts.items() if n not in self._claims}
+        for name, claims in self._claims.items():
+            if len(claims) == 1 and name not in self._prompts:
+                out[name] = claims[0]
+        return out
+
+    def withheld(self, plugin: str) -> dict[str, str]:
+        """This source's prompts another's claim keeps from serving, and why."""
+        out = {}
+        for name, claims in self._claims.items():
+            every = ([self._prompts[name]] if name in self._prompts else []) + claims
+            if len(every) > 1 and any(p.plugin.name == plugin for p in every):
+                owners = " and ".join(repr(p.plugin.name) for p in every)
+                out[f"prompt {name}"] = (
+                    f"{owners} both provide prompt {name!r}, so neither serves it"
+                )
+        return out
 
     def get(self, name: str) -> RegisteredPrompt | None:
-        return self._prompts.get(name)
+        return self._served().get(name)
 
     def all(self) -> list[RegisteredPrompt]:
-        return list(self._prompts.values())
+        return list(self._served().values())
 
     def offered(self, tools: Iterable[str]) -> list[RegisteredPrompt]:
         """The prompts whose required tools are all offered."""
         have = set(tools)
-        return [p for p in self._prompts.values() if set(p.spec.requires) <= have]
+        return [p for p in self._served().values() if set(p.spec.requires) <= have]
 
 
 async def render_prompt(
@@ -273,7 +310,7 @@ async def complete_argument(
     prompt: RegisteredPrompt, name: str, value: str, context: Mapping[str, str]
 ) -> list[str]:
     """The prompt's suggestions for argument ``name`` (none when it has no ``complete``)."""
-    if prompt.spec.complete is None or name not in prompt.spec.arguments.model_fields:
+    if prompt.spec.complete is None or name not in {a["name"] for a in prompt.arguments}:
         return []
     found = prompt.spec.complete(name, value, context)
     if inspect.isawaitable(found):

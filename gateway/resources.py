@@ -344,7 +344,10 @@ class ResourceRegistry:
         for key, claims in self._claims.items():
             if len(claims) > 1 and any(r.plugin == plugin for r in claims):
                 owners = " and ".join(repr(r.plugin) for r in claims)
-                out[key] = f"{owners} both provide resource {key[:120]!r}, so neither serves it"
+                what = "resource template" if claims[0].template else "resource"
+                out[f"{what} {key[:120]}"] = (
+                    f"{owners} both provide {what} {key[:120]!r}, so neither serves it"
+                )
         return out
 
     def find(self, uri: str) -> tuple[RegisteredResource, dict[str, str]] | None:

@@ -129,8 +129,13 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         scoped.clear()
         if stdio and stdio[0][1] in HANDSHAKE_PROTOCOL_VERSIONS:
             # 2025 sessions are told on their connection; 2026-07-28 has no such notification
-            # outside subscriptions/listen, and HTTP requests are each their own session.
-            await stdio[0][0].send_tool_list_changed()
+            # outside subscriptions/listen, and HTTP requests are each their own session. What
+            # changed (tools, prompts or resources of mounted servers) is not told apart: a
+            # client lists again, which costs little.
+            session = stdio[0][0]
+            await session.send_tool_list_changed()
+            await session.send_prompt_list_changed()
+            await session.send_resource_list_changed()
 
     gateway.mounts.subscribe(tools_changed)
 
@@ -361,9 +366,9 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
 
 
 def initialization_options(server: Server[Any]) -> Any:
-    # Lists change when mounted MCP servers list their tools (or list others).
+    # Lists change when mounted MCP servers list their tools, prompts or resources.
     return server.create_initialization_options(
-        NotificationOptions(tools_changed=True, prompts_changed=True)
+        NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
     )
 
 

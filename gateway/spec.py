@@ -681,7 +681,10 @@ class ServerSpec:
     ``"first-use"`` records the definitions the first time the server answers and offers them;
     ``"approve"`` offers nothing until ``mcp-gateway servers approve`` recorded them.
     ``list_wait`` (seconds) bounds how long a first ``tools/list`` waits for the server while it
-    starts. ``origin`` says where it was configured (``gw.toml:12``), for messages.
+    starts. ``protocol``: the revision it is spoken to at: ``2025-11-25`` (``initialize``; it
+    may ask the client over its connection) or ``2026-07-28`` (``server/discover``; it asks
+    with input-required results, each request says what the client can do). ``origin`` says
+    where it was configured (``gw.toml:12``), for messages.
     """
 
     name: str
@@ -700,6 +703,7 @@ class ServerSpec:
     pin: str = "first-use"
     list_wait: float = 5.0
     origin: str = ""
+    protocol: str = "2025-11-25"
 
     @property
     def transport(self) -> str:

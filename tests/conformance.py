@@ -28,6 +28,48 @@ NODE_VERSION = "22.23.3"
 SUITE_VERSION = "0.2.0-alpha.12"
 REVISION = "2026-07-28"
 
+#: The scenarios 2026-07-28 requires of a server (test_conformance.py checks it against the
+#: suite's own list).
+REQUIRED = [
+    "server-stateless",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "sep-2164-resource-not-found",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "completion-complete",
+    "caching",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+]
+
 _SUITE_PACKAGE = Path("node_modules", "@modelcontextprotocol", "conformance")
 #: How the suite names a scenario's folder: ``server-`` + name + ``-`` + ISO time with ``:`` and
 #: ``.`` made ``-``.

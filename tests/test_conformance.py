@@ -11,7 +11,14 @@ exactly those fail, so a scenario that breaks fails here by name.
 from __future__ import annotations
 
 import pytest
-from conformance import REVISION, Run, conformance_suite, run_server_suite, with_fixtures
+from conformance import (
+    REQUIRED,
+    REVISION,
+    Run,
+    conformance_suite,
+    run_server_suite,
+    with_fixtures,
+)
 from conftest import gateway_env
 from wire import HttpServer
 
@@ -22,46 +29,6 @@ pytestmark = pytest.mark.e2e
 #: caching hints, input-required results and -32021 are all served now).
 EXPECTED_TO_FAIL: list[str] = []
 
-#: The scenarios 2026-07-28 requires of a server (the suite's own list is checked against it).
-REQUIRED = [
-    "server-stateless",
-    "server-sse-multiple-streams",
-    "dns-rebinding-protection",
-    "tools-list",
-    "tools-call-simple-text",
-    "tools-call-image",
-    "tools-call-audio",
-    "tools-call-embedded-resource",
-    "tools-call-mixed-content",
-    "tools-call-error",
-    "tools-call-with-progress",
-    "resources-list",
-    "resources-read-text",
-    "resources-read-binary",
-    "resources-templates-read",
-    "sep-2164-resource-not-found",
-    "prompts-list",
-    "prompts-get-simple",
-    "prompts-get-with-args",
-    "prompts-get-embedded-resource",
-    "prompts-get-with-image",
-    "completion-complete",
-    "caching",
-    "input-required-result-basic-elicitation",
-    "input-required-result-basic-sampling",
-    "input-required-result-basic-list-roots",
-    "input-required-result-request-state",
-    "input-required-result-multiple-input-requests",
-    "input-required-result-multi-round",
-    "input-required-result-missing-input-response",
-    "input-required-result-non-tool-request",
-    "input-required-result-result-type",
-    "input-required-result-unsupported-methods",
-    "input-required-result-tampered-state",
-    "input-required-result-capability-check",
-    "input-required-result-ignore-extra-params",
-    "input-required-result-validate-input",
-]
 #: Not required by 2026-07-28 (a pending scenario), passed all the same.
 UNSCORED_PASSING = ["http-header-validation"]
 

@@ -88,7 +88,9 @@ async def greet(*, ctx: ToolContext[Any]) -> ToolResult | InputRequired:
     """Asks the user's name, then greets them."""
     answer = ctx.inputs.accepted("user_name")
     if answer is None:
-        return InputRequired({"user_name": elicit("What is your name?", NAME_FORM)}, state="s1")
+        return InputRequired(
+            {"user_name": elicit("What is your name?", NAME_FORM)}, state="greet-state-v1"
+        )
     return ToolResult([f"Hello, {answer['name']}! state={ctx.inputs.state}"])
 
 
@@ -300,7 +302,7 @@ async def test_a_tool_asks_the_user_and_finishes_with_the_answer_on_either_era(g
     client = answering_client(gw, mode=mode)
     async with gw, client:
         result = await client.call_tool("greet", {})
-    assert result.content[0].text == "Hello, Ada! state=s1"
+    assert result.content[0].text == "Hello, Ada! state=greet-state-v1"
     assert client.asked == [("elicit", "What is your name?")]  # type: ignore[attr-defined]
 
 
@@ -337,7 +339,7 @@ async def test_state_changed_by_the_client_is_refused_before_the_tool_runs(gw):
     async with gw, answering_client(gw, mode="2026-07-28") as client:
         first = await client.session.call_tool("greet", {}, allow_input_required=True)
         assert isinstance(first, t.InputRequiredResult)
-        assert first.request_state and "s1" not in first.request_state  # sealed, not plain
+        assert first.request_state and "greet-state" not in first.request_state  # sealed
         answer = {"user_name": t.ElicitResult(action="accept", content={"name": "Eve"})}
         with pytest.raises(MCPError) as err:
             await client.session.call_tool(
@@ -364,7 +366,7 @@ async def test_state_changed_by_the_client_is_refused_before_the_tool_runs(gw):
             request_state=first.request_state,
             allow_input_required=True,
         )
-        assert done.content[0].text == "Hello, Eve! state=s1"
+        assert done.content[0].text == "Hello, Eve! state=greet-state-v1"
 
 
 # -- resources ---------------------------------------------------------------------------------------
@@ -432,7 +434,7 @@ async def test_a_uri_two_plugins_register_is_served_by_neither_and_reported(tmp_
         assert (await client.list_resources()).resources == []
     status = await gw.status(check_health=False)
     withheld = {p["name"]: p.get("withheld_tools", {}) for p in status["plugins"]}
-    assert "same://x" in withheld["one"] and "same://x" in withheld["two"]
+    assert "resource same://x" in withheld["one"] and "resource same://x" in withheld["two"]
 
 
 @pytest.mark.parametrize(
