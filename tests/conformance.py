@@ -85,10 +85,15 @@ FIXTURES_ENTRY_POINT = "gateway_conformance_testing.plugin:plugin"
 def fixtures_site(folder: Path) -> Path:
     """A folder to put on ``PYTHONPATH`` that makes the fixtures' plugin (installed by
     ``dev.py test``, with no entry point of its own) a plugin of that gateway: a distribution
-    record declaring its entry point."""
-    from conftest import write_dist
-
-    write_dist(folder, "conformance-fixtures", {FIXTURES_PLUGIN: FIXTURES_ENTRY_POINT}, modules={})
+    record declaring its entry point, as importlib.metadata reads one."""
+    info = folder / "conformance_fixtures-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: conformance-fixtures\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[mcp_gateway.plugins]\n{FIXTURES_PLUGIN} = {FIXTURES_ENTRY_POINT}\n", encoding="utf-8"
+    )
     return folder
 
 
