@@ -547,6 +547,13 @@ def _run_command(
                 return await gateway.call(args.tool, arguments)
 
         result = anyio.run(run_call)
+        if result.input_required is not None:
+            asked = ", ".join(sorted(result.input_required.needs()))
+            sys.stderr.write(
+                f"mcp-gateway: tool {args.tool} asks the client for input first ({asked}), "
+                "which a call from the command line cannot give; call it from an MCP client\n"
+            )
+            return 1
         emit(_json(result.payload))
         return 1 if result.is_error else 0
 

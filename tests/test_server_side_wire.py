@@ -16,7 +16,7 @@ import pytest
 from conformance import FIXTURES_PLUGIN, with_fixtures
 from conftest import gateway_env
 from mcp import Client, MCPError, StdioServerParameters
-from wire import HttpServer
+from wire import HttpServer, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -134,6 +134,14 @@ def test_logging_set_level_is_not_a_2026_method(http):
     }
     answer = post(http, body, MODERN, "application/json")
     assert answer.status_code == 404 and answer.json()["error"]["code"] == -32601
+
+
+def test_a_call_from_the_command_line_says_the_tool_asks_for_input(tmp_path):
+    done = run_cli(tmp_path, fixtures_env(tmp_path), "call", "test_input_required_result_sampling")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "asks the client for input first (sampling)" in done.stderr
+    ok = run_cli(tmp_path, fixtures_env(tmp_path), "call", "test_image_content")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["content"][0]["type"] == "image"
 
 
 # -- stdio, the official client --------------------------------------------------------------------
