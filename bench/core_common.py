@@ -625,6 +625,7 @@ SECTION_ORDER = (
     "imports",
     "latency",
     "http",
+    "http-progress",
     "http-auth",
     "listsize",
     "redaction",

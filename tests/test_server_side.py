@@ -560,3 +560,16 @@ async def test_the_capabilities_say_what_is_served(gw):
     assert caps is not None
     assert caps.resources is not None and caps.completions is not None and caps.logging is not None
     assert caps.prompts is not None and caps.tools is not None
+
+
+def test_the_fixtures_plugin_passes_the_kits_conformance_checks(tmp_path, monkeypatch):
+    """The test kit's checks hold for a plugin of content results and input requests too."""
+    import importlib
+
+    from conformance import FIXTURES_PLUGIN, fixtures_site
+
+    from gateway.testing import assert_plugin_conforms, run_check
+
+    monkeypatch.syspath_prepend(str(fixtures_site(tmp_path / "site")))
+    importlib.invalidate_caches()
+    run_check(assert_plugin_conforms(FIXTURES_PLUGIN, cwd=tmp_path))
