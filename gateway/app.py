@@ -421,6 +421,26 @@ class Gateway:
             log.error("prompt=%s complete raised %s", name, type(exc).__name__)
             return []
 
+    def asks_mid_call(self, name: str, *, kind: str = "tool") -> bool:
+        """Is ``name`` (a tool, a ``prompt`` or a ``resource``'s URI) of a mounted server that
+        asks the client over its own connection (opened at 2025-11-25), in the middle of a
+        call (see gateway.asking.Parking)?"""
+        if not isinstance(name, str):
+            return False
+        source: str | None = None
+        if kind == "tool":
+            tool = self.registry.get(name)
+            source = tool.plugin.name if tool is not None else None
+        elif kind == "prompt":
+            prompt = self.prompts.get(name)
+            source = prompt.plugin.name if prompt is not None and prompt.tool else None
+        else:
+            found = self.resources.find(name)
+            source = found[0].plugin if found is not None else None
+        record = self.mounts.records.get(source) if source is not None else None
+        upstream = record.upstream if record is not None else None
+        return upstream is not None and not upstream.modern
+
     # -- resources ------------------------------------------------------------------------------
 
     def offered_resources(self, *, templates: bool = False) -> list[RegisteredResource]:

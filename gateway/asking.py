@@ -13,16 +13,25 @@ client's protocol allows (:meth:`Exchange.run`):
   :data:`~gateway.inputs.MAX_ROUNDS` rounds);
 - on a 2025 connection without one (stateless HTTP): an error saying so.
 
+A mounted server opened at 2025-11-25 asks over its own connection, in the middle of a call;
+a 2026-07-28 client has no back channel to forward that request on. Its call then runs apart
+from the request (:class:`Parking`): the request is answered with an input-required result of
+what the server asked, and the client's next request brings the answers to the waiting call
+and waits for what comes next (another request of the server's, or the result).
+
 Log messages a call sends (``ctx.log``) reach the client when it asked for that level: on
 2026-07-28 in this request's ``_meta``, on 2025 with ``logging/setLevel`` (:class:`LogLevel`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import mcp_types as t
@@ -33,15 +42,19 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .inputs import (
+    CALL,
     MAX_ROUNDS,
     NEEDS,
+    Forward,
     InputRequest,
     InputRequired,
     Inputs,
     MissingCapability,
     declared,
+    in_round,
     required_capabilities,
     responses_json,
+    round_of,
 )
 from .spec import LOG_LEVELS
 
@@ -88,7 +101,7 @@ class Exchange:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        return declared(self.ctx.session.client_capabilities)
+        return declared(self.ctx.session.client_capabilities, self.ctx.meta)
 
     def first_inputs(self, params: Any) -> Inputs:
         """The answers and state this request brings (2026-07-28's retry of a request that
@@ -109,19 +122,23 @@ class Exchange:
         params: Any,
         attempt: Callable[[Inputs], Awaitable[R | InputRequired]],
         refuse: Callable[[GatewayError], R],
+        parking: Parking | None = None,
     ) -> R | t.InputRequiredResult:
         """``attempt`` with the request's inputs, asking the client as the module doc says
-        until it gives something else than :class:`InputRequired`."""
+        until it gives something else than :class:`InputRequired`. ``parking``: on
+        2026-07-28, the call may be asked for input over a mounted server's own connection:
+        it runs apart from the request (:meth:`parked`)."""
+        state = getattr(params, "request_state", None)
+        if self.modern and parking is not None:
+            return await self.parked(parking, params, attempt)
+        if self.modern and isinstance(state, str) and state.startswith(PARKED):
+            raise _gone()
         inputs = self.first_inputs(params)
         for _ in range(MAX_ROUNDS):
             try:
                 out = await attempt(inputs)
             except MissingCapability as exc:
-                raise MCPError(
-                    t.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    self.sanitizer(exc.message),
-                    data={"requiredCapabilities": exc.required},
-                ) from None
+                raise _refused(self.sanitizer(exc.message), exc.required) from None
             if not isinstance(out, InputRequired):
                 return out
             if not self.modern and not self._back_channel():
@@ -155,12 +172,69 @@ class Exchange:
         """``-32021`` when the client did not declare a capability the requests need."""
         missing = asked.needs() - self.capabilities
         if missing:
-            raise MCPError(
-                t.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            raise _refused(
                 "the client did not declare the capabilities this needs: "
                 + ", ".join(sorted(missing)),
-                data={"requiredCapabilities": required_capabilities(missing)},
+                required_capabilities(missing),
             )
+
+    async def parked(
+        self,
+        parking: Parking,
+        params: Any,
+        attempt: Callable[[Inputs], Awaitable[R | InputRequired]],
+    ) -> R | t.InputRequiredResult:
+        """A call that a server may ask mid-call (2026-07-28): started apart from this
+        request, or (its state names it) given the answers and resumed; then this request
+        answers what the call asks next, or its result."""
+        state = getattr(params, "request_state", None)
+        if isinstance(state, str) and state.startswith(PARKED):
+            call = parking.get(state[len(PARKED) :])
+            if call is None:
+                raise _gone()
+            call.answer(responses_json(getattr(params, "input_responses", None)))
+        else:
+            capabilities = self.capabilities
+
+            async def run(forward: Forward) -> Any:
+                return await attempt(Inputs(capabilities=capabilities, forward=forward))
+
+            call = parking.start(run)
+        deadline: float | None = None
+        while True:
+            if call.done:
+                parking.drop(call)
+                out = call.outcome()
+                if isinstance(out, MissingCapability):
+                    raise _refused(self.sanitizer(out.message), out.required)
+                if isinstance(out, BaseException):
+                    raise out
+                if isinstance(out, InputRequired):
+                    self.check(out)
+                    return self.result(out)
+                return out  # type: ignore[no-any-return]
+            asked = call.unanswered()
+            if asked:
+                missing = {NEEDS.get(r.method, r.method) for r in asked.values()}
+                missing -= self.capabilities
+                if missing:
+                    parking.drop(call, cancel=True)
+                    raise _refused(
+                        "the client did not declare the capabilities this needs: "
+                        + ", ".join(sorted(missing)),
+                        required_capabilities(missing & set(NEEDS.values())),
+                    )
+                if call.round_open():
+                    # The server said these belong to a round (another gateway, see
+                    # gateway.inputs.ROUND) of which more are on their way: they go together.
+                    deadline = deadline or anyio.current_time() + ROUND_WAIT
+                    if anyio.current_time() < deadline:
+                        with anyio.move_on_after(deadline - anyio.current_time()):
+                            await call.next_change()
+                        continue
+                return self.result(InputRequired(asked, state=PARKED + call.id))
+            deadline = None
+            await call.next_change()
 
     def result(self, asked: InputRequired) -> t.InputRequiredResult:
         """The input-required result (2026-07-28); its state is sealed on its way out."""
@@ -177,12 +251,22 @@ class Exchange:
         """Send every request to the client together; their answers by name (JSON)."""
         answers: dict[str, dict[str, Any]] = {}
 
-        async def one(key: str, request: InputRequest) -> None:
-            answers[key] = await self.forward(request)
+        names = list(asked.requests)
+        call = (self.ctx.meta or {}).get(CALL)
+        refused: list[GatewayError] = []
+
+        async def one(key: str, request: InputRequest, scope: anyio.CancelScope) -> None:
+            try:
+                answers[key] = await self.forward(in_round(request, key, names, call))
+            except GatewayError as err:  # the first refusal ends the round
+                refused.append(err)
+                scope.cancel()
 
         async with anyio.create_task_group() as tg:
             for key, request in asked.requests.items():
-                tg.start_soon(one, key, request)
+                tg.start_soon(one, key, request, tg.cancel_scope)
+        if refused:
+            raise refused[0]
         return answers
 
     async def forward(self, request: InputRequest) -> dict[str, Any]:
@@ -254,3 +338,145 @@ def seal_request_state(server: Server[Any], principal: Callable[[], str | None])
 
     security = RequestStateSecurity(keys=[os.urandom(32)], bind_principal=lambda ctx: principal())
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
+
+
+#: The state of a request answered with what a parked call was asked (see :class:`Parking`).
+PARKED = "parked:"
+
+
+def _refused(message: str, required: dict[str, Any]) -> MCPError:
+    return MCPError(
+        t.MISSING_REQUIRED_CLIENT_CAPABILITY, message, data={"requiredCapabilities": required}
+    )
+
+
+def _gone() -> MCPError:
+    return MCPError(
+        t.INVALID_PARAMS,
+        "the call these answers were for is no longer waiting (it ended, or the gateway "
+        "restarted): make the call again",
+    )
+
+
+@dataclass
+class ParkedCall(Generic[R]):
+    """One call running apart from the requests of its client, and what it was asked."""
+
+    id: str
+    started: float
+    task: asyncio.Task[None] | None = None
+    done: bool = False
+    #: what it was asked and not yet answered: name -> (request, answered, the answer)
+    asked: dict[str, tuple[InputRequest, anyio.Event, list[Any]]] = field(default_factory=dict)
+    #: the names of what it was asked and got answers to
+    answered: set[str] = field(default_factory=set)
+    _result: list[Any] = field(default_factory=list)
+    _changed: anyio.Event = field(default_factory=anyio.Event)
+    _count: int = 0
+
+    async def park(self, request: InputRequest) -> dict[str, Any]:
+        """What a mounted server's request waits on: the client's answer in a later request.
+        It is asked under the name its round gives it (:data:`gateway.inputs.ROUND`), else
+        one made up."""
+        self._count += 1
+        named = round_of(request)
+        key = named[0] if named else f"{request.method.split('/')[0]}-{self._count}"
+        if key in self.asked or key in self.answered:
+            key = f"{key}-{self._count}"
+        answered = anyio.Event()
+        holder: list[Any] = []
+        self.asked[key] = (request, answered, holder)
+        self._changed.set()
+        await answered.wait()
+        return holder[0]  # type: ignore[no-any-return]
+
+    def unanswered(self) -> dict[str, InputRequest]:
+        return {key: request for key, (request, answered, _) in self.asked.items()}
+
+    def round_open(self) -> bool:
+        """Does a request asked say more of its round are still to come?"""
+        for request, _, _ in self.asked.values():
+            named = round_of(request)
+            if named and not set(named[1]) <= set(self.asked) | self.answered:
+                return True
+        return False
+
+    def answer(self, responses: dict[str, dict[str, Any]]) -> None:
+        """The client's answers, by the names it was asked under; what it left out is asked
+        again (an answer to nothing asked is ignored)."""
+        for key, answer in responses.items():
+            found = self.asked.pop(key, None)
+            if found is not None:
+                self.answered.add(key)
+                found[2].append(answer)
+                found[1].set()
+
+    async def next_change(self) -> None:
+        """Wait until it is asked something more, or ends."""
+        await self._changed.wait()
+        self._changed = anyio.Event()
+
+    def finish(self, value: Any) -> None:
+        self._result.append(value)
+        self.done = True
+        self._changed.set()
+
+    def outcome(self) -> Any:
+        return self._result[0] if self._result else None
+
+
+class Parking:
+    """Calls that wait for their client's answers across requests (2026-07-28): a mounted
+    server opened at 2025-11-25 asks mid-call over its own connection, which the client cannot
+    be reached on. Such a call runs in a task of its own; each request of the client brings
+    answers (by the state sealed into the previous answer, ``parked:<id>``) and waits for what
+    the call asks next or its result. A call nobody comes back for is cancelled after
+    :data:`PARKED_SECONDS` (the call's own timeout usually ends it first); at most
+    :data:`MAX_PARKED` wait at once."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, ParkedCall[Any]] = {}
+
+    def start(self, run: Callable[[Forward], Awaitable[Any]]) -> ParkedCall[Any]:
+        self._sweep()
+        if len(self._calls) >= MAX_PARKED:
+            raise MCPError(
+                t.INTERNAL_ERROR,
+                f"{MAX_PARKED} calls already wait for their clients' answers: try again later",
+            )
+        call: ParkedCall[Any] = ParkedCall(secrets.token_urlsafe(16), time.monotonic())
+
+        async def body() -> None:
+            try:
+                call.finish(await run(call.park))
+            except asyncio.CancelledError:
+                call.finish(GatewayError(ErrorCode.TIMEOUT, "the call waited too long"))
+                raise
+            except BaseException as exc:  # handed to the request that waits for it
+                call.finish(exc)
+
+        # A task of its own, not the request's: the call outlives the request that started it.
+        call.task = asyncio.get_running_loop().create_task(body())
+        self._calls[call.id] = call
+        return call
+
+    def get(self, ident: str) -> ParkedCall[Any] | None:
+        self._sweep()
+        return self._calls.get(ident)
+
+    def drop(self, call: ParkedCall[Any], *, cancel: bool = False) -> None:
+        self._calls.pop(call.id, None)
+        if cancel and call.task is not None and not call.task.done():
+            call.task.cancel()
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for call in [c for c in self._calls.values() if now - c.started > PARKED_SECONDS]:
+            self.drop(call, cancel=True)
+
+
+#: How long a parked call waits for its client to come back, and how many may wait at once.
+PARKED_SECONDS = 600.0
+MAX_PARKED = 1000
+#: How long the rest of a round a server announced may take to arrive (it is sent together).
+ROUND_WAIT = 2.0

@@ -60,6 +60,52 @@ class InputRequest:
 #: (JSON); for a tool that relays another server's requests (a mounted server's).
 Forward = Callable[[InputRequest], Awaitable[dict[str, Any]]]
 
+#: In the ``_meta`` of a request the gateway sends a client over a 2025 back channel: its name,
+#: the names of the round it belongs to, and (:data:`CALL`) the call it is made for. A gateway
+#: mounting this one (at 2025-11-25) tells by them which of its calls the request is for, and
+#: gives its own client the round whole, under these names, as an input-required result.
+ROUND = "mcp-gateway/inputRound"
+#: In the ``_meta`` of a call the gateway makes of a mounted server: a name for the call that
+#: a request of the server's (of another gateway, see :data:`ROUND`) may say it is for.
+CALL = "mcp-gateway/call"
+#: In the ``_meta`` of a call the gateway makes of a mounted server: what the client of the
+#: call declared it can be asked (``requiredCapabilities``' shape). A 2026-07-28 server gets it
+#: in the protocol's own key; a gateway mounted at 2025-11-25, whose session was told the
+#: mounting gateway's capabilities, narrows them by it (:func:`declared`).
+FORWARDED_CAPABILITIES = "mcp-gateway/clientCapabilities"
+
+
+def in_round(request: InputRequest, key: str, keys: list[str], call: Any = None) -> InputRequest:
+    """``request`` saying it is ``key`` of a round of ``keys`` for ``call`` (see :data:`ROUND`)."""
+    meta = dict(request.params.get("_meta") or {})
+    meta[ROUND] = {"key": key, "keys": keys, **({"call": call} if isinstance(call, str) else {})}
+    return InputRequest(request.method, {**request.params, "_meta": meta})
+
+
+def _round(request: InputRequest) -> Mapping[str, Any] | None:
+    meta = request.params.get("_meta")
+    found = meta.get(ROUND) if isinstance(meta, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def round_of(request: InputRequest) -> tuple[str, list[str]] | None:
+    """The name and round a request carries (:data:`ROUND`), if it carries them."""
+    found = _round(request)
+    if found is None:
+        return None
+    key, keys = found.get("key"), found.get("keys")
+    if not isinstance(key, str) or not isinstance(keys, list) or len(keys) > MAX_REQUESTS:
+        return None
+    names = [k for k in keys if isinstance(k, str) and 0 < len(k) <= 100]
+    return (key, names) if 0 < len(key) <= 100 and key in names else None
+
+
+def call_of(request: InputRequest) -> str | None:
+    """The call a request says it is for (:data:`ROUND`), if it says."""
+    found = _round(request)
+    call = found.get("call") if found is not None else None
+    return call if isinstance(call, str) else None
+
 
 def elicit(message: str, schema: type[BaseModel] | Mapping[str, Any]) -> InputRequest:
     """Ask the user to fill in a form: ``schema`` is a pydantic model of flat fields (strings,
@@ -191,12 +237,17 @@ class Inputs:
 NO_INPUTS = Inputs()
 
 
-def declared(capabilities: Any) -> frozenset[str]:
+def declared(capabilities: Any, meta: Mapping[str, Any] | None = None) -> frozenset[str]:
     """Which input requests a client's declared capabilities (the SDK's
     ``ClientCapabilities``) allow. A bare ``elicitation: {}`` (the only form before modes
-    existed) counts as form elicitation; URL-only does not."""
+    existed) counts as form elicitation; URL-only does not. A request's ``meta`` saying what
+    the client behind a mounting gateway can do (:data:`FORWARDED_CAPABILITIES`) narrows them:
+    it never adds one."""
     if capabilities is None:
         return frozenset()
+    forwarded = (meta or {}).get(FORWARDED_CAPABILITIES)
+    if isinstance(forwarded, Mapping):
+        return declared(capabilities) & frozenset(forwarded)
     found = set()
     e = capabilities.elicitation
     if e is not None and (e.form is not None or e.url is None):

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .app import CallResult, Gateway, OfferedTool, RegisteredPrompt
-from .asking import Exchange, LogLevel, seal_request_state
+from .asking import Exchange, LogLevel, Parking, seal_request_state
 from .auth.identity import Identity, current_caller
 from .errors import ErrorCode, GatewayError
 from .inputs import InputRequired, Inputs
@@ -185,6 +185,8 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
 
     #: the level the stdio session asked for (over HTTP each request is its own session)
     stdio_levels = LogLevel()
+    #: calls of mounted 2025 servers waiting for a 2026-07-28 client's answers
+    parking = Parking()
 
     def exchange(ctx: ServerRequestContext[Any], source: str | None) -> Exchange:
         levels = stdio_levels if stdio_session else LogLevel()
@@ -210,7 +212,8 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         def refuse(err: GatewayError) -> t.CallToolResult:
             return to_call_tool_result(gateway.pipeline.errors.result(err, None))
 
-        return await talk.run(params, attempt, refuse)
+        parks = parking if gateway.mounts and gateway.asks_mid_call(params.name) else None
+        return await talk.run(params, attempt, refuse, parking=parks)
 
     async def on_list_prompts(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
@@ -257,7 +260,12 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         def refuse(err: GatewayError) -> t.GetPromptResult:
             raise prompt_error(err)
 
-        return await exchange(ctx, params.name).run(params, attempt, refuse)
+        parks = (
+            parking
+            if gateway.mounts and gateway.asks_mid_call(params.name, kind="prompt")
+            else None
+        )
+        return await exchange(ctx, params.name).run(params, attempt, refuse, parking=parks)
 
     async def on_completion(
         ctx: ServerRequestContext[Any], params: t.CompleteRequestParams
@@ -329,7 +337,8 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
                 {"code": err.code.value, "message": gateway.sanitizer(err.message)}, uri
             )
 
-        return await talk.run(params, attempt, refuse)
+        parks = parking if gateway.mounts and gateway.asks_mid_call(uri, kind="resource") else None
+        return await talk.run(params, attempt, refuse, parking=parks)
 
     async def on_set_level(
         ctx: ServerRequestContext[Any], params: t.SetLevelRequestParams

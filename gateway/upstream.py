@@ -26,6 +26,7 @@ import contextlib
 import enum
 import logging
 import os
+import secrets
 import signal
 import sys
 import time
@@ -38,7 +39,16 @@ import anyio
 import anyio.abc
 
 from .errors import ErrorCode, GatewayError, Sanitizer
-from .inputs import NEEDS, InputRequest, Inputs, MissingCapability, required_capabilities
+from .inputs import (
+    CALL,
+    FORWARDED_CAPABILITIES,
+    NEEDS,
+    InputRequest,
+    Inputs,
+    MissingCapability,
+    call_of,
+    required_capabilities,
+)
 from .spec import LogFn, ProgressFn, ServerSpec
 
 if TYPE_CHECKING:
@@ -356,8 +366,9 @@ class Upstream:
         self.answered_at: float | None = None
         self._relist = anyio.Event()
         self._broken = anyio.Event()
-        #: the calls running, each with its client's back channel and log (see _forwarded)
-        self._running: dict[int, tuple[Inputs, LogFn | None]] = {}
+        #: the calls running by their CALL name, each with its client's back channel and log
+        #: (see _forwarded)
+        self._running: dict[str, tuple[Inputs, LogFn | None]] = {}
 
     @property
     def modern(self) -> bool:
@@ -615,7 +626,10 @@ class Upstream:
     async def _on_roots(self, context: Any) -> Any:
         import mcp_types as t
 
-        return await self._forwarded("roots/list", None, t.ListRootsResult)
+        # A roots/list has no params but _meta, which the session hands over on its own.
+        meta = getattr(context, "meta", None)
+        params = t.RequestParams.model_validate({"_meta": dict(meta)}) if meta else None
+        return await self._forwarded("roots/list", params, t.ListRootsResult)
 
     async def _forwarded(self, method: str, params: Any, result: Any) -> Any:
         """The server asks the client (a 2025 server-to-client request): forwarded to the
@@ -625,7 +639,12 @@ class Upstream:
         import mcp_types as t
         from pydantic import ValidationError
 
-        running = list(self._running.values())
+        body = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params else {}
+        request = InputRequest(method, body)
+        # Another gateway says which call its request is for; any other server cannot, and is
+        # answered only while one call of it runs.
+        named = self._running.get(call_of(request) or "")
+        running = [named] if named is not None else list(self._running.values())
         forward = running[0][0].forward if len(running) == 1 else None
         if forward is None:
             why = (
@@ -637,9 +656,8 @@ class Upstream:
             )
             log.info("server %s asked %s: refused, %s", self.name, method, why)
             return t.ErrorData(code=t.INVALID_REQUEST, message=f"the gateway cannot ask: {why}")
-        body = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params else {}
         try:
-            answer = await forward(InputRequest(method, body))
+            answer = await forward(request)
             return result.model_validate(answer, by_name=False)
         except GatewayError as err:
             said = self._sanitize(err.message)
@@ -711,15 +729,19 @@ class Upstream:
         from pydantic import ValidationError
 
         params = dict(params)
+        key = secrets.token_urlsafe(12)
+        # What the client of the call can be asked: a 2026-07-28 server gets it where the
+        # protocol has it (_forwarding_capabilities), another gateway reads it here.
+        meta: dict[str, Any] = {
+            CALL: key,
+            FORWARDED_CAPABILITIES: required_capabilities(
+                set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
+            ),
+        }
+        params["_meta"] = meta
         if self.modern:
-            meta: dict[str, Any] = {
-                # The client's level filters (gateway.asking): the server sends them all.
-                t.LOG_LEVEL_META_KEY: "debug",
-                FORWARDED_CAPABILITIES: required_capabilities(
-                    set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
-                ),
-            }
-            params["_meta"] = meta
+            # The client's level filters (gateway.asking): the server sends them all.
+            meta[t.LOG_LEVEL_META_KEY] = "debug"
             if inputs is not None and (inputs.responses or inputs.state is not None):
                 if inputs.responses:
                     params["inputResponses"] = dict(inputs.responses)
@@ -727,7 +749,6 @@ class Upstream:
                     params["requestState"] = inputs.state
         request = _REQUESTS[method].model_validate({"method": method, "params": params})
         on_progress: Any = progress
-        key = id(request)
         self._running[key] = (inputs or Inputs(), log)
         try:
             with self._span(span) if span is not None else contextlib.nullcontext():
@@ -825,10 +846,6 @@ class Upstream:
 
 #: The revision a server mounted with ``protocol = "2026-07-28"`` is spoken to at.
 MODERN = "2026-07-28"
-#: Where :meth:`Upstream.request` puts the capabilities of the client a 2026-07-28 request is
-#: made for, until :func:`_forwarding_capabilities` moves them where the protocol has them (the
-#: SDK's session stamps its own there otherwise).
-FORWARDED_CAPABILITIES = "mcp-gateway/clientCapabilities"
 
 
 def _request_types() -> dict[str, Any]:

@@ -7,10 +7,11 @@ a server that passes scenarios passes them as that server does alone.
   the server).
 - Issue 38, every required scenario: a second gateway serving the test-support plugin of the
   suite's fixtures (testing/conformance), which passes all 37 by itself (test_conformance.py),
-  mounted over stdio at 2026-07-28 (``protocol = "2026-07-28"``): its resources, templates,
-  prompts, completions and input requests pass through the front gateway. Mounted at the
-  default 2025-11-25 instead, everything but the input requests does: a 2025 server asks over
-  its own connection, which a 2026-07-28 client (stateless, no back channel) cannot answer.
+  mounted over stdio: its resources, templates, prompts, completions and input requests pass
+  through the front gateway, whether it is mounted at 2026-07-28 (``protocol =
+  "2026-07-28"``: its input-required results are passed on) or at the default 2025-11-25 (it
+  asks over its own connection mid-call; the front parks the call and asks the 2026-07-28
+  client with input-required results, gateway.asking.Parking).
 """
 
 from __future__ import annotations
@@ -170,24 +171,6 @@ def test_a_2026_call_streams_progress_to_a_client_that_takes_event_streams(
 
 # -- every required scenario, through a gateway mounting a gateway ------------------------------------
 
-#: The scenarios a 2026-07-28 client can pass only when the server that asks for input is
-#: mounted at 2026-07-28 (at 2025-11-25 it asks over its own connection, and such a client has
-#: no back channel to forward the request on). server-stateless is among them: its -32021 check
-#: calls a tool that asks for sampling.
-NEEDS_A_2026_MOUNT = sorted(
-    {
-        "server-stateless",
-        *(n for n in REQUIRED if n.startswith("input-required-result-")),
-    }
-    - {
-        # These pass either way: they check what is never asked, or only warn.
-        "input-required-result-missing-input-response",
-        "input-required-result-unsupported-methods",
-        "input-required-result-ignore-extra-params",
-        "input-required-result-validate-input",
-    }
-)
-
 
 def front(tmp: Path, protocol: str | None) -> HttpServer:
     """A gateway serving nothing of its own but a second gateway, mounted over stdio, that
@@ -205,30 +188,18 @@ def front(tmp: Path, protocol: str | None) -> HttpServer:
     return HttpServer(tmp, env)
 
 
-@pytest.fixture(scope="module")
-def through_2026_mount(suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Run:
+@pytest.fixture(scope="module", params=["2026-07-28", None], ids=["2026-mount", "2025-mount"])
+def through_a_mount(
+    request: pytest.FixtureRequest, suite: Suite, tmp_path_factory: pytest.TempPathFactory
+) -> Run:
     cwd = tmp_path_factory.mktemp("gateway-behind-gateway")
-    with front(cwd, "2026-07-28") as server:
-        return run_server_suite(suite, f"{server.url}/mcp", cwd / "results")
-
-
-@pytest.fixture(scope="module")
-def through_2025_mount(suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    cwd = tmp_path_factory.mktemp("gateway-behind-gateway-2025")
-    with front(cwd, None) as server:
+    with front(cwd, request.param) as server:
         return run_server_suite(suite, f"{server.url}/mcp", cwd / "results")
 
 
 @pytest.mark.parametrize("scenario", REQUIRED)
-def test_a_gateway_fronting_a_gateway_mounted_at_2026_passes_every_required_scenario(
-    through_2026_mount: Run, scenario: str
+def test_a_gateway_fronting_a_gateway_passes_every_required_scenario(
+    through_a_mount: Run, scenario: str
 ) -> None:
-    result = through_2026_mount.scenarios[scenario]
+    result = through_a_mount.scenarios[scenario]
     assert result.passed, "\n".join(result.failures())
-
-
-def test_mounted_at_2025_everything_passes_but_what_asks_the_client(
-    through_2025_mount: Run,
-) -> None:
-    assert sorted(through_2025_mount.failing()) == NEEDS_A_2026_MOUNT
-    assert len(through_2025_mount.passing()) == 37 - len(NEEDS_A_2026_MOUNT)

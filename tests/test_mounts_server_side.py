@@ -218,19 +218,104 @@ async def test_a_servers_request_reaches_a_2025_client_and_its_answer_the_server
     assert json.loads(result.content[0].text) == {"action": "accept", "content": {"name": "Ada"}}
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_a_servers_request_the_client_cannot_answer_is_refused_to_the_server(
-    tmp_path, upstreams, mode
+async def test_a_servers_request_a_2025_client_cannot_answer_is_refused_to_the_server(
+    tmp_path, upstreams
 ):
-    # legacy: a client that declared no elicitation; 2026-07-28: no back channel at all.
     gw = mounting(tmp_path, {"up": table(upstreams)})
     async with gw:
         await answered(gw)
-        async with Client(build_server(gw), mode=mode) as client:
+        async with Client(build_server(gw), mode="legacy") as client:  # declares no elicitation
             result = await client.call_tool("ask", elicit_args())
     refused = json.loads(result.content[0].text)
     assert refused["code"] == t.INVALID_REQUEST
     assert refused["message"].startswith("the gateway cannot ask")
+
+
+async def test_a_servers_request_reaches_a_2026_client_as_an_input_required_result(
+    tmp_path, upstreams
+):
+    """A 2026-07-28 client has no back channel: the call waits apart (gateway.asking.Parking)
+    while the client answers in its next request; the official client's driver does that."""
+    seen: list[str] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> t.ElicitResult:
+        seen.append(params.message)
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    gw = mounting(tmp_path, {"up": table(upstreams)})
+    async with gw:
+        await answered(gw)
+        server = build_server(gw)
+        async with Client(server, mode="2026-07-28", elicitation_callback=on_elicit) as client:
+            first = await client.session.call_tool(
+                "ask", elicit_args("First?"), allow_input_required=True
+            )
+            assert isinstance(first, t.InputRequiredResult)
+            assert list(first.input_requests or {}) == ["elicitation-1"]
+            assert first.request_state and "parked" not in first.request_state  # sealed
+            answer = {"elicitation-1": t.ElicitResult(action="accept", content={"name": "Eve"})}
+            done = await client.session.call_tool(
+                "ask",
+                elicit_args("First?"),
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            # The official client's driver answers by itself.
+            result = await client.call_tool("ask", elicit_args())
+            # The same answers again: the call they were for is over.
+            with pytest.raises(MCPError) as gone:
+                await client.session.call_tool(
+                    "ask",
+                    elicit_args("First?"),
+                    input_responses=answer,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+    assert seen == ["Your name?"]
+    assert json.loads(result.content[0].text) == {"action": "accept", "content": {"name": "Ada"}}
+    assert json.loads(done.content[0].text)["content"] == {"name": "Eve"}
+    assert gone.value.error.code == t.INVALID_PARAMS
+    assert "no longer waiting" in gone.value.error.message
+
+
+async def test_a_2026_client_without_the_capability_the_server_asks_for_gets_32021(
+    tmp_path, upstreams
+):
+    gw = mounting(tmp_path, {"up": table(upstreams)})
+    async with gw:
+        await answered(gw)
+        async with Client(build_server(gw), mode="2026-07-28") as client:
+            with pytest.raises(MCPError) as err:
+                await client.call_tool("ask", elicit_args())
+    assert err.value.error.code == t.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert err.value.error.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+
+
+async def test_a_waiting_call_the_client_does_not_come_back_for_ends_at_its_timeout(
+    tmp_path, upstreams
+):
+    async def never(ctx: Any, params: Any) -> t.ElicitResult:
+        raise AssertionError("the test answers by hand")
+
+    gw = mounting(tmp_path, {"up": {**table(upstreams), "timeout": 1}})
+    async with gw:
+        await answered(gw)
+        server = build_server(gw)
+        async with Client(server, mode="2026-07-28", elicitation_callback=never) as client:
+            first = await client.session.call_tool("ask", elicit_args(), allow_input_required=True)
+            assert isinstance(first, t.InputRequiredResult)
+            await anyio.sleep(1.5)  # past the server's timeout: the waiting call ended
+            answer = {"elicitation-1": t.ElicitResult(action="accept", content={"name": "Ada"})}
+            late = await client.session.call_tool(
+                "ask",
+                elicit_args(),
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+    assert late.is_error
+    assert json.loads(late.content[0].text)["error"]["code"] == "TIMEOUT"
 
 
 async def test_a_servers_log_message_reaches_the_client_of_its_call(tmp_path, upstreams):
