@@ -573,3 +573,29 @@ def test_the_fixtures_plugin_passes_the_kits_conformance_checks(tmp_path, monkey
     monkeypatch.syspath_prepend(str(fixtures_site(tmp_path / "site")))
     importlib.invalidate_caches()
     run_check(assert_plugin_conforms(FIXTURES_PLUGIN, cwd=tmp_path))
+
+
+async def test_a_request_the_client_refuses_ends_the_round_with_an_error_result(gw):
+    async def on_elicit(ctx: Any, params: Any) -> t.ElicitResult:
+        await anyio.sleep(5)  # cancelled by the refusal below
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def on_sample(ctx: Any, params: Any) -> t.ErrorData:
+        return t.ErrorData(code=t.INVALID_REQUEST, message=f"no model here ({PRIVATE})")
+
+    async def on_roots(ctx: Any) -> t.ListRootsResult:
+        return t.ListRootsResult(roots=[])
+
+    client = Client(
+        build_server(gw),
+        mode="legacy",
+        elicitation_callback=on_elicit,
+        sampling_callback=on_sample,
+        list_roots_callback=on_roots,
+    )
+    async with gw, client:
+        result = await client.call_tool("everything", {})
+    error = tool_error(result)
+    assert error["code"] == "PERMISSION_DENIED"
+    assert error["message"].startswith("the client refused the sampling/createMessage request")
+    assert PRIVATE not in error["message"]
