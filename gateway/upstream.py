@@ -428,10 +428,9 @@ class Upstream:
 
             from . import __version__
 
-            # Only with the callbacks does the session declare sampling, elicitation and roots
-            # to a 2025 server (it asks over its connection, the gateway forwards each request
-            # to the client of the running call). At 2026-07-28 each request says what its
-            # client can do instead.
+            # The callbacks make the session declare sampling, elicitation and roots to a 2025
+            # server: it may ask over its connection, and each request goes to the client of
+            # the running call. At 2026-07-28 each request says what its client can do instead.
             async with (
                 _forwarding_capabilities(write) if self.modern else _as_is(write) as send,
                 ClientSession(
@@ -747,7 +746,7 @@ class Upstream:
                     params["inputResponses"] = dict(inputs.responses)
                 if inputs.state is not None:
                     params["requestState"] = inputs.state
-        request = _REQUESTS[method].model_validate({"method": method, "params": params})
+        request = _request_type(method).model_validate({"method": method, "params": params})
         on_progress: Any = progress
         self._running[key] = (inputs or Inputs(), log)
         try:
@@ -848,7 +847,8 @@ class Upstream:
 MODERN = "2026-07-28"
 
 
-def _request_types() -> dict[str, Any]:
+def _request_type(method: str) -> Any:
+    """The SDK's model of a request :meth:`Upstream.request` sends (imported when used)."""
     import mcp_types as t
 
     return {
@@ -856,18 +856,7 @@ def _request_types() -> dict[str, Any]:
         "resources/read": t.ReadResourceRequest,
         "prompts/get": t.GetPromptRequest,
         "completion/complete": t.CompleteRequest,
-    }
-
-
-class _Requests(dict[str, Any]):
-    """The request models by method, made on first use (the SDK is imported lazily)."""
-
-    def __missing__(self, method: str) -> Any:
-        self.update(_request_types())
-        return dict.__getitem__(self, method)
-
-
-_REQUESTS = _Requests()
+    }[method]
 
 
 @contextlib.asynccontextmanager
