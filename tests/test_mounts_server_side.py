@@ -242,6 +242,9 @@ async def test_a_servers_request_reaches_a_2026_client_as_an_input_required_resu
         seen.append(params.message)
         return t.ElicitResult(action="accept", content={"name": "Ada"})
 
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
     gw = mounting(tmp_path, {"up": table(upstreams)})
     async with gw:
         await answered(gw)
@@ -261,8 +264,11 @@ async def test_a_servers_request_reaches_a_2026_client_as_an_input_required_resu
                 request_state=first.request_state,
                 allow_input_required=True,
             )
-            # The official client's driver answers by itself.
-            result = await client.call_tool("ask", elicit_args())
+            # The official client's driver answers by itself; the server reports progress
+            # after the answer, when the request that started the call is long answered.
+            result = await client.call_tool(
+                "ask", {**elicit_args(), "progress_after": True}, progress_callback=on_progress
+            )
             # The same answers again: the call they were for is over.
             with pytest.raises(MCPError) as gone:
                 await client.session.call_tool(

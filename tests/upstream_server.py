@@ -20,7 +20,7 @@ when asked), ``add_tool`` (lists one more tool, ``added``, and says so), ``crash
 request's ``_meta``), ``fail`` (an ``isError`` result with the text given), ``spawn`` (starts
 a child process that sleeps, and answers its pid), ``ask`` (asks the client ``method`` with
 ``params`` over its connection, a 2025 server-to-client request, and answers what came back,
-as JSON), ``log`` (sends ``notifications/message`` at ``level`` with ``data``, then answers).
+as JSON; with ``progress_after``, it reports progress once answered), ``log`` (sends ``notifications/message`` at ``level`` with ``data``, then answers).
 """
 
 from __future__ import annotations
@@ -126,6 +126,15 @@ def call(ident: object, params: dict) -> None:
             }
         )
         waiting.wait(30)
+        token = meta.get("progressToken")
+        if args.get("progress_after") and token is not None:  # reported once it was answered
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1, "message": "answered"},
+                }
+            )
         result = text(json.dumps(asked.pop(key)[1], sort_keys=True))
     elif name == "log":
         send(
