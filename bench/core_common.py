@@ -627,6 +627,7 @@ SECTION_ORDER = (
     "imports",
     "latency",
     "http",
+    "http-progress",
     "http-auth",
     "listsize",
     "redaction",

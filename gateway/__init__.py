@@ -8,10 +8,13 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .config import env_field
+from .content import Content, Message, ToolResult, audio, embedded, image, link, message, text
 from .errors import ErrorCode, GatewayError
 from .hookspecs import hookimpl
+from .inputs import InputRequest, InputRequired, Inputs, elicit, list_roots, sample
 from .parts import Plugin
 from .prompts import PromptContext, PromptSpec
+from .resources import ResourceContext, ResourceSpec, ResourceTemplateSpec
 from .spec import (
     Args,
     HealthCheck,
@@ -27,9 +30,14 @@ from .spec import (
 
 __all__ = [
     "Args",
+    "Content",
     "ErrorCode",
     "GatewayError",
     "HealthCheck",
+    "InputRequest",
+    "InputRequired",
+    "Inputs",
+    "Message",
     "Mutation",
     "NotInitialized",
     "Plugin",
@@ -37,11 +45,24 @@ __all__ = [
     "PromptContext",
     "PromptSpec",
     "Resource",
+    "ResourceContext",
+    "ResourceSpec",
+    "ResourceTemplateSpec",
     "Tier",
     "ToolContext",
+    "ToolResult",
     "ToolSpec",
     "__version__",
+    "audio",
+    "elicit",
+    "embedded",
     "env_field",
     "hookimpl",
+    "image",
+    "link",
+    "list_roots",
+    "message",
+    "sample",
+    "text",
     "tool",
 ]

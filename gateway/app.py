@@ -4,6 +4,8 @@ facade that the transports, the CLI and the test kit use."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
+from .inputs import NO_INPUTS, InputRequired, Inputs
 from .instructions import build_instructions
 from .limits import build_limiter
 from .isolation import Workers
@@ -35,12 +38,28 @@ from .plugins import (
     object_sources,
 )
 from .policy import Policy
-from .prompts import PromptRegistry, RegisteredPrompt, render_prompt
+from .prompts import (
+    PromptRegistry,
+    RegisteredPrompt,
+    complete_argument,
+    render_messages,
+    render_prompt,
+)
 from .registry import RegisteredTool, Registry
+from .resources import RegisteredResource, ResourceRegistry
 from .rest.backend import RestBackend
 from .rest.hub import BackendHub
 from .rest.settings import RestSettings
-from .spec import HealthCheck, PluginContext, ProgressFn, Tier, ToolContext, ToolHandler, ToolSpec
+from .spec import (
+    HealthCheck,
+    LogFn,
+    PluginContext,
+    ProgressFn,
+    Tier,
+    ToolContext,
+    ToolHandler,
+    ToolSpec,
+)
 from .telemetry import Telemetry, build_telemetry, header_secrets
 
 __all__ = [
@@ -55,6 +74,7 @@ __all__ = [
 ]
 
 BUILTIN = "gateway"
+log = logging.getLogger("gateway.app")
 #: Seconds :meth:`Gateway.stop` waits for the telemetry exporters to send what is pending.
 TELEMETRY_STOP_SECONDS = 5.0
 #: Builds a gateway's telemetry around its sanitizer (see ``Gateway(telemetry=...)``).
@@ -134,8 +154,15 @@ class Gateway:
             config.plugin_settings, self.sanitizer, unexpanded=config.unexpanded
         )
         self.prompts = PromptRegistry()
+        self.resources = ResourceRegistry()
         self.loader = PluginLoader(
-            config, self.registry, self.health, self.sanitizer, self.backends, self.prompts
+            config,
+            self.registry,
+            self.health,
+            self.sanitizer,
+            self.backends,
+            self.prompts,
+            self.resources,
         )
         #: the MCP servers plugins mount (``register_servers``), reported among the plugins
         self.mounts = Mounts(config, self.registry, self.health, self.sanitizer, self.loader)
@@ -365,6 +392,129 @@ class Gateway:
             client=client,
         )
 
+    async def prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        client: str | None = None,
+        inputs: Inputs = NO_INPUTS,
+    ) -> list[dict[str, Any]] | InputRequired:
+        """Render an offered prompt's messages (JSON ``PromptMessage``s), or what it asks the
+        client first; ``GatewayError`` (``NOT_FOUND``, ``VALIDATION_ERROR``)."""
+        if self.mounts and isinstance(name, str) and self.prompts.get(name) is None:
+            await self.settled()  # a mounted server's prompt, asked for before it answered
+        prompt = self.offered_prompt(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise GatewayError(
+                ErrorCode.NOT_FOUND,
+                f"unknown prompt {str(name)[:80]!r}; list the prompts to see what exists",
+            )
+        if prompt.tool is not None:  # a mounted server's: a read-tier call through the pipeline
+            result = await self.pipeline.serve(
+                prompt.tool, {"arguments": dict(arguments or {})}, inputs=inputs
+            )
+            if result.input_required is not None:
+                return result.input_required
+            if result.is_error or result.mcp is None:
+                error = result.payload["error"]
+                raise GatewayError(ErrorCode(error["code"]), str(error["message"]))
+            messages = result.mcp.get("messages")
+            return (
+                [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+            )
+        return await render_messages(
+            prompt,
+            arguments,
+            tools=frozenset(t.name for t in self.visible_tools()),
+            read_only=self.config.read_only,
+            sanitizer=self.sanitizer,
+            client=client,
+            inputs=inputs,
+        )
+
+    async def complete_prompt(
+        self, name: str, argument: str, value: str, arguments: dict[str, str]
+    ) -> list[str]:
+        """Suggestions for a prompt's argument (``completion/complete``)."""
+        prompt = self.offered_prompt(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise GatewayError(ErrorCode.NOT_FOUND, f"unknown prompt {str(name)[:80]!r}")
+        try:
+            return await complete_argument(prompt, argument, value, arguments)
+        except Exception as exc:
+            log.error("prompt=%s complete raised %s", name, type(exc).__name__)
+            return []
+
+    def asks_mid_call(self, name: str, *, kind: str = "tool") -> bool:
+        """Is ``name`` (a tool, a ``prompt`` or a ``resource``'s URI) of a mounted server that
+        asks the client over its own connection (opened at 2025-11-25), in the middle of a
+        call (see gateway.asking.Parking)?"""
+        if not isinstance(name, str):
+            return False
+        source: str | None = None
+        if kind == "tool":
+            tool = self.registry.get(name)
+            source = tool.plugin.name if tool is not None else None
+        elif kind == "prompt":
+            prompt = self.prompts.get(name)
+            source = prompt.plugin.name if prompt is not None and prompt.tool else None
+        else:
+            found = self.resources.find(name)
+            source = found[0].plugin if found is not None else None
+        record = self.mounts.records.get(source) if source is not None else None
+        upstream = record.upstream if record is not None else None
+        return upstream is not None and not upstream.modern
+
+    # -- resources ------------------------------------------------------------------------------
+
+    def offered_resources(self, *, templates: bool = False) -> list[RegisteredResource]:
+        """The resources (or templates) the caller may read: every served one, less those an
+        OAuth caller's scopes do not reach."""
+        found = self.resources.templates() if templates else self.resources.resources()
+        caller = current_caller()
+        return [r for r in found if self.policy.missing_scope(r.tool, caller) is None]
+
+    async def read_resource(
+        self, uri: str, *, inputs: Inputs = NO_INPUTS, log: LogFn | None = None
+    ) -> CallResult:
+        """Read ``uri`` through the pipeline (a read-tier call): a result whose ``mcp`` is the
+        ``ReadResourceResult``, an error result, or what it asks the client first."""
+        if self.mounts and self.resources.find(uri) is None:
+            await self.settled()
+        found = self.resources.find(uri) if isinstance(uri, str) else None
+        if found is None:
+            err = GatewayError(
+                ErrorCode.NOT_FOUND,
+                f"no resource {str(uri)[:200]!r}; list the resources and templates to see "
+                "what exists",
+            )
+            return self.pipeline.errors.result(err, None)
+        item, variables = found
+        return await self.pipeline.serve(
+            item.tool, {"uri": uri, **variables}, inputs=inputs, log=log
+        )
+
+    async def complete_resource(
+        self, uri_template: str, argument: str, value: str, arguments: dict[str, str]
+    ) -> list[str]:
+        """Suggestions for a resource template's variable (``completion/complete``)."""
+        item = self.resources.template(uri_template) if isinstance(uri_template, str) else None
+        if item is None:
+            raise GatewayError(
+                ErrorCode.NOT_FOUND, f"unknown resource template {str(uri_template)[:200]!r}"
+            )
+        if item.complete is None:
+            return []
+        try:
+            found = item.complete(argument, value, arguments)
+            if inspect.isawaitable(found):
+                found = await found
+            return [str(v) for v in list(found)[:100]]
+        except Exception as exc:
+            log.error("template=%s complete raised %s", uri_template[:80], type(exc).__name__)
+            return []
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -432,11 +582,14 @@ class Gateway:
         arguments: dict[str, Any] | None = None,
         *,
         progress: ProgressFn | None = None,
+        inputs: Inputs = NO_INPUTS,
+        log: LogFn | None = None,
     ) -> CallResult:
-        """One ``tools/call`` through the pipeline (DESIGN.md, steps 1-7)."""
+        """One ``tools/call`` through the pipeline (DESIGN.md, steps 1-7); ``inputs``: the
+        client's answers when the call is made again after the tool asked (gateway.inputs)."""
         if self.mounts and self.registry.get(name) is None:
             await self.settled()  # a mounted server's tool, called before the server answered
-        return await self.pipeline.call(name, arguments, progress=progress)
+        return await self.pipeline.call(name, arguments, progress=progress, inputs=inputs, log=log)
 
     async def call_with_handler(self, name: str, handler: ToolHandler[Any]) -> CallResult:
         """Run served tool ``name`` as a call runs it once its arguments are valid (breaker,

@@ -577,6 +577,13 @@ def _run_command(
             result = anyio.run(run_call)
         except ConfigError as exc:
             return _config_error(exc)
+        if result.input_required is not None:
+            asked = ", ".join(sorted(result.input_required.needs()))
+            sys.stderr.write(
+                f"mcp-gateway: tool {args.tool} asks the client for input first ({asked}), "
+                "which a call from the command line cannot give; call it from an MCP client\n"
+            )
+            return 1
         emit(_json(result.payload))
         return 1 if result.is_error else 0
 

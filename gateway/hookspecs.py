@@ -1,4 +1,4 @@
-"""The plugin contract: seven hooks, each called once per plugin, each failure isolated.
+"""The plugin contract: eight hooks, each called once per plugin, each failure isolated.
 
 A plugin is a module (or object) named by an entry point in the group ``mcp_gateway.plugins``
 whose functions are decorated with :data:`hookimpl`. An implementation may accept any subset
@@ -10,7 +10,8 @@ tools and checks are withdrawn), its reason is recorded and shown by ``mcp-gatew
 and the ``gateway_status`` tool, and every other plugin keeps serving.
 
 Order at start-up, per plugin: ``plugin_settings`` → ``register_tools`` →
-``register_prompts`` → ``register_health_checks`` → ``register_servers``; then, when the server starts, ``open_resources``; at shut-down,
+``register_prompts`` → ``register_resources`` → ``register_health_checks`` →
+``register_servers``; then, when the server starts, ``open_resources``; at shut-down,
 ``close_resources``. None of these may do network I/O except ``open_resources`` and
 ``close_resources``, and those should only open clients, not probe backends: the gateway
 must answer ``initialize`` and ``tools/list`` at once even when every backend is down.
@@ -32,6 +33,7 @@ from .spec import HealthCheck, PluginContext, ServerSpec, ToolSpec
 
 if TYPE_CHECKING:
     from .prompts import PromptSpec
+    from .resources import ResourceSpec, ResourceTemplateSpec
 
 PROJECT = "mcp_gateway"
 ENTRY_POINT_GROUP = "mcp_gateway.plugins"
@@ -81,12 +83,29 @@ def register_prompts(
 
 
 @hookspec
+def register_resources(
+    register: Callable[[ResourceSpec | ResourceTemplateSpec], None],
+    plugin: PluginContext[BaseModel],
+) -> None:
+    """Offer MCP resources by calling ``register(ResourceSpec(...))`` (one URI) or
+    ``register(ResourceTemplateSpec(...))`` (URIs by a template) once each.
+
+    Called once, after ``register_prompts``. No I/O: a reader runs when a client reads. A read
+    is of the read tier and passes the pipeline's layers like a read tool's call (scopes,
+    audit where reads are audited, breaker, timeout, sanitizer, size bounds); a file-backed
+    resource (``path=``) is read only inside the data roots. A bad spec, or a URI the plugin
+    registers twice, skips the plugin with that reason; a URI another source registers too is
+    served by neither, and both report it.
+    """
+
+
+@hookspec
 def register_health_checks(
     register: Callable[[HealthCheck], None], plugin: PluginContext[BaseModel]
 ) -> None:
     """Register named async checks of this plugin's backends with ``register(HealthCheck(...))``.
 
-    Called once, after ``register_tools``. No I/O here: the checks run later, on demand
+    Called once, after ``register_resources``. No I/O here: the checks run later, on demand
     (``mcp-gateway health``, ``gateway_status``, ``/readyz``), each under its own timeout, with
     results cached. Set ``HealthCheck.not_configured`` when settings leave a backend unset: its
     tools are then not offered.

@@ -1,12 +1,13 @@
-"""Streamable HTTP transport: stateless, JSON responses, bearer token or OAuth, Host/Origin checks.
+"""Streamable HTTP transport: stateless, bearer token or OAuth, Host/Origin checks.
 
 Bound to loopback by default. On any other address callers must prove who they are: with
 OAuth access tokens (``[auth]``, gateway/auth/) or the one shared token
 (``MCP_GATEWAY_TOKEN``); the server refuses to start with neither. The Host and Origin checks
 (against DNS rebinding) cover every route. ``/healthz`` (liveness, says only "ok") and the
 OAuth protected-resource metadata need no token; ``/readyz`` (plugin health) and ``/mcp`` need
-one when either is set. ``/mcp`` takes POST only: the server is stateless and opens no event
-stream, so GET (and DELETE) answer 405. Every request runs as its caller
+one when either is set. ``/mcp`` takes POST only: the server is stateless and opens no
+standalone event stream, so GET (and DELETE) answer 405. Answers are JSON but for a call that
+reports while it runs (:class:`ModernStreams`). Every request runs as its caller
 (:func:`gateway.auth.current_caller`): the token's subject, the token holder, or anonymous.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hmac
+import json
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -105,13 +107,16 @@ class HostOriginGuard:
 
 
 class ModernStreams:
-    """Pure ASGI middleware: a 2026-07-28 request (``MCP-Protocol-Version`` of no handshake
-    revision) is served by a session manager that may answer with an event stream, so what a
-    call reports while it runs (progress, a mounted server's included) reaches the client; a
-    call that reports nothing is still answered with plain JSON. Handshake-era (2025) requests
-    keep the JSON-only manager: with event streams every one of their answers would be one.
-    A client that does not accept event streams keeps JSON too. Both managers share the
-    server, and the lifespan runs them both."""
+    """Pure ASGI middleware: a call that may report while it runs is served by a session
+    manager that may answer with an event stream, so what it reports (progress, a mounted
+    server's included; log messages) reaches the client, and progress keeps Claude Code's
+    5-minute HTTP idle timer alive. Those are every 2026-07-28 request (``MCP-Protocol-Version``
+    of no handshake revision), whose answer turns into a stream only when something is
+    reported first, and a handshake-era (2025) ``tools/call`` that carries a
+    ``progressToken``, which is answered as a stream whatever it reports. Everything else keeps
+    the JSON-only manager: with event streams, every 2025 answer would be one. A client that
+    does not accept event streams keeps JSON too. Both managers share the server, and the
+    lifespan runs them both."""
 
     def __init__(self, app: ASGIApp, modern: StreamableHTTPSessionManager) -> None:
         self.app = app
@@ -122,21 +127,64 @@ class ModernStreams:
             async with self.modern.run():
                 await self.app(scope, receive, send)
             return
-        if scope["type"] == "http" and scope["path"] == MCP_PATH and _modern(scope):
-            await self.modern.handle_request(scope, receive, send)
-            return
+        if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            era = _streaming(scope)
+            if era == "modern":
+                await self.modern.handle_request(scope, receive, send)
+                return
+            if era == "handshake":
+                receive, progress = await _peek_progress(receive)
+                if progress:
+                    await self.modern.handle_request(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
 
-def _modern(scope: Scope) -> bool:
-    """A 2026-07-28 request from a client that takes event streams."""
+def _streaming(scope: Scope) -> str | None:
+    """``modern`` for a 2026-07-28 request from a client that takes event streams,
+    ``handshake`` for a 2025 one that does, ``None`` for a client that takes none."""
     modern = events = False
     for key, value in scope.get("headers", []):
         if key == b"mcp-protocol-version":
             modern = value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
         elif key == b"accept":
             events = b"text/event-stream" in value
-    return modern and events
+    if not events or scope.get("method") != "POST":
+        return None
+    return "modern" if modern else "handshake"
+
+
+#: A body larger than this is not looked into (it cannot be a small tools/call, and the
+#: transport refuses what is over its own limit).
+_PEEK_LIMIT = 1024 * 1024
+
+
+async def _peek_progress(receive: Receive) -> tuple[Receive, bool]:
+    """Read the request's body, say whether it is a ``tools/call`` asking for progress, and
+    give a ``receive`` that replays it to whoever serves the request."""
+    held: list[Any] = []
+    body = b""
+    while True:
+        message = await receive()
+        held.append(message)
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        if not message.get("more_body") or len(body) > _PEEK_LIMIT:
+            break
+
+    async def replay() -> Any:
+        return held.pop(0) if held else await receive()
+
+    if b'"progressToken"' not in body or len(body) > _PEEK_LIMIT:
+        return replay, False
+    try:
+        message = json.loads(body)
+        meta = message["params"]["_meta"]
+        asks = message["method"] == "tools/call" and meta.get("progressToken") is not None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        asks = False
+    return replay, asks
 
 
 def _bearer(value: bytes) -> bytes | None:

@@ -50,6 +50,7 @@ from .config import GatewayConfig, default_audit_log
 from .configfile import closest
 from .errors import Sanitizer, secret_name
 from .health import HealthMonitor
+from .mounted import mount_extras
 from .pipeline import McpResult
 from .plugins import PluginLoader, PluginRecord, PluginState
 from .registry import (
@@ -227,7 +228,8 @@ def mounted_tool(
     title = str(listed.get("title") or hints.get("title") or name.replace("_", " ").capitalize())
 
     async def call_upstream(args: Any, ctx: ToolContext[Any]) -> McpResult:
-        return McpResult(await upstream.call(original, args, ctx.progress))
+        result = await upstream.call(original, args, ctx.progress, inputs=ctx.inputs, log=ctx.log)
+        return McpResult(result)
 
     tool_spec: ToolSpec[Any] = ToolSpec(
         name=name,
@@ -499,7 +501,16 @@ class Mounts:
         record.tools = [t.name for t in screened.tools]
         record.held = screened.held
         self.registry.hold(record.name, screened.held)
-        record.notes = screened.notes
+        assert record.context is not None
+        record.resources, record.prompts, extra = mount_extras(
+            record.upstream.spec,
+            record.listing,
+            record.context,
+            record.upstream,
+            self.loader.resources,
+            self.loader.prompts,
+        )
+        record.notes = screened.notes + extra
         record.reason = None
         self.loader.refresh_withheld()
         self.loader.refresh_offered()
@@ -521,7 +532,9 @@ class Mounts:
             [
                 (t.name, t.plugin.name, t.tier.value, t.description, t.input_schema)
                 for t in self.registry.all()
-            ],
+            ]
+            + [(p.name, p.plugin.name, p.arguments) for p in self.loader.prompts.all()]
+            + [(r.key, r.plugin, r.listed) for r in self.loader.resources.served()],
             sort_keys=True,
             default=str,
         )

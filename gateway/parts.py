@@ -14,7 +14,8 @@ and the core registers it with pluggy like a module::
 
 Tools declared elsewhere join with ``tools=`` (specs, or the tools of a
 :class:`~gateway.rest.RestTools`), read each time the plugin is registered, so tools declared
-after this line count too; prompts with ``prompts=`` or ``@plugin.prompt``. A plugin with more
+after this line count too; prompts with ``prompts=`` or ``@plugin.prompt``; resources with
+``resources=``, ``@plugin.resource`` or ``@plugin.resource_template``. A plugin with more
 hooks (resources to open and close) subclasses :class:`Plugin` and adds them as methods with
 ``@hookimpl``; an entry point may also name a module that binds the hooks it uses
 (``register_tools = plugin.register_tools``).
@@ -23,20 +24,29 @@ hooks (resources to open and close) subclasses :class:`Plugin` and adds them as 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
 
 from pydantic import BaseModel
 
 from .hookspecs import hookimpl
-from .prompts import PromptContext, PromptSpec
+from .prompts import Completer, PromptContext, PromptSpec
+from .resources import (
+    ResourceBody,
+    ResourceContext,
+    ResourceSpec,
+    ResourceTemplateSpec,
+    TemplateReader,
+)
 from .spec import (
     AsyncFunction,
     Backend,
     HealthCheck,
     Mutation,
     PluginContext,
+    RegistrationError,
     Tier,
     ToolSpec,
     declare,
@@ -46,7 +56,12 @@ from .spec import (
 #: A health check: ``async def name() -> str | None``, or one taking the plugin's context.
 CheckFunction = Callable[..., Awaitable[str | None]]
 #: A prompt's render function: its parameters are the prompt's arguments (see :meth:`Plugin.prompt`).
-PromptFunction = Callable[..., str | Awaitable[str]]
+PromptFunction = Callable[..., Any]
+#: A resource's reader: ``async def name() -> str | bytes`` (or taking the ``ResourceContext``);
+#: a template's takes its variables by name too.
+ReaderFunction = Callable[..., Awaitable[ResourceBody]]
+#: A template variable: ``{id}``, ``{+path}``, ``{?q,page}``, ``{list*}``, ``{name:3}``.
+_TEMPLATE_EXPRESSION = re.compile(r"\{[+#./;?&]?([^}]*)\}")
 
 
 @dataclass(frozen=True)
@@ -95,13 +110,16 @@ class Plugin:
         settings: type[BaseModel] | None = None,
         tools: Iterable[ToolSpec[Any]] = (),
         prompts: Iterable[PromptSpec] = (),
+        resources: Iterable[ResourceSpec | ResourceTemplateSpec] = (),
     ) -> None:
         self.settings = settings
         # An iterator is read once, here; any other iterable each time the plugin registers.
         self._given_tools = tuple(tools) if isinstance(tools, Iterator) else tools
         self._given_prompts = tuple(prompts) if isinstance(prompts, Iterator) else prompts
+        self._given_resources = tuple(resources) if isinstance(resources, Iterator) else resources
         self._tools: list[ToolSpec[Any]] = []
         self._prompts: list[PromptSpec] = []
+        self._resources: list[ResourceSpec | ResourceTemplateSpec] = []
         self._checks: list[_Check] = []
 
     @property
@@ -111,6 +129,10 @@ class Plugin:
     @property
     def prompts(self) -> tuple[PromptSpec, ...]:
         return (*self._given_prompts, *self._prompts)
+
+    @property
+    def resources(self) -> tuple[ResourceSpec | ResourceTemplateSpec, ...]:
+        return (*self._given_resources, *self._resources)
 
     # -- declaring ------------------------------------------------------------------------
 
@@ -231,6 +253,7 @@ class Plugin:
         description: str | None = None,
         requires: Iterable[str] = (),
         free_text: str | None = None,
+        complete: Completer | None = None,
     ) -> Callable[[PromptFunction], PromptSpec]: ...
 
     def prompt(
@@ -243,11 +266,13 @@ class Plugin:
         description: str | None = None,
         requires: Iterable[str] = (),
         free_text: str | None = None,
+        complete: Completer | None = None,
     ) -> PromptSpec | Callable[[PromptFunction], PromptSpec]:
         """Declare a prompt the way :meth:`tool` declares a tool: the parameters but the context
         (annotated ``PromptContext``, or named ``ctx``) are its arguments, the docstring's first
-        paragraph its description; the function (may be async) returns the text. The keywords
-        are :class:`~gateway.PromptSpec`'s."""
+        paragraph its description; the function (may be async) returns the text, messages
+        (:func:`gateway.message`) or :class:`~gateway.InputRequired`. The keywords are
+        :class:`~gateway.PromptSpec`'s."""
 
         def decorate(fn: PromptFunction) -> PromptSpec:
             declared = declare(
@@ -266,11 +291,87 @@ class Plugin:
                 title=title,
                 requires=tuple(requires),
                 free_text=free_text,
+                complete=complete,
             )
             self._prompts.append(spec)
             return spec
 
         return decorate if fn is None else decorate(fn)
+
+    def resource(
+        self,
+        uri: str,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        cache_ttl: float | None = None,
+    ) -> Callable[[ReaderFunction], ResourceSpec]:
+        """Declare the resource ``uri``: the decorated ``async def`` returns its text (a
+        ``str``) or its bytes, and may take the :class:`~gateway.ResourceContext` (annotated, or
+        named ``ctx``). Its name is the function's (``name=`` overrides), its description the
+        docstring's first paragraph. The keywords are :class:`~gateway.ResourceSpec`'s."""
+
+        def decorate(fn: ReaderFunction) -> ResourceSpec:
+            call = _reader(fn, "resource", set())
+
+            async def read(ctx: ResourceContext[Any]) -> ResourceBody:
+                return await call({}, ctx)
+
+            spec = ResourceSpec(
+                uri=uri,
+                name=name or fn.__name__,
+                read=read,
+                title=title,
+                description=description if description is not None else _doc(fn),
+                mime_type=mime_type,
+                cache_ttl=cache_ttl,
+            )
+            self._resources.append(spec)
+            return spec
+
+        return decorate
+
+    def resource_template(
+        self,
+        uri_template: str,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        cache_ttl: float | None = None,
+        complete: Completer | None = None,
+    ) -> Callable[[ReaderFunction], ResourceTemplateSpec]:
+        """Declare resources by a URI template (``"notes://{id}"``): the decorated ``async
+        def`` takes each of the template's variables by name (a ``str``), and may take the
+        :class:`~gateway.ResourceContext`; it returns the text or the bytes of the URI asked
+        for. The keywords are :class:`~gateway.ResourceTemplateSpec`'s."""
+        variables = {
+            v.strip().rstrip("*").split(":")[0]
+            for body in _TEMPLATE_EXPRESSION.findall(uri_template)
+            for v in body.split(",")
+        }
+
+        def decorate(fn: ReaderFunction) -> ResourceTemplateSpec:
+            call = _reader(fn, f"resource template {uri_template!r}", variables)
+            spec = ResourceTemplateSpec(
+                uri_template=uri_template,
+                name=name or fn.__name__,
+                read=call,
+                title=title,
+                description=description if description is not None else _doc(fn),
+                mime_type=mime_type,
+                cache_ttl=cache_ttl,
+                complete=complete,
+            )
+            self._resources.append(spec)
+            return spec
+
+        return decorate
 
     # -- the hooks ------------------------------------------------------------------------
 
@@ -289,8 +390,50 @@ class Plugin:
             register(spec)
 
     @hookimpl
+    def register_resources(
+        self, register: Callable[[ResourceSpec | ResourceTemplateSpec], None]
+    ) -> None:
+        for spec in self.resources:
+            register(spec)
+
+    @hookimpl
     def register_health_checks(
         self, register: Callable[[HealthCheck], None], plugin: PluginContext[Any]
     ) -> None:
         for check in self._checks:
             register(check.bind(plugin))
+
+
+def _doc(fn: Callable[..., Any]) -> str | None:
+    doc = inspect.getdoc(fn) or ""
+    first = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0]
+    return " ".join(line.strip() for line in first.splitlines()).strip() or None
+
+
+def _reader(fn: ReaderFunction, what: str, variables: set[str]) -> TemplateReader:
+    """``fn`` as a template's reader: called with the variables it names and the context.
+    ``RegistrationError`` when its parameters are not the variables (and the context)."""
+    if not inspect.iscoroutinefunction(fn):
+        raise RegistrationError(
+            f"{what}: {getattr(fn, '__name__', fn)!r} must be an async function"
+        )
+    params = inspect.signature(fn).parameters
+    context = next(
+        (n for n, p in params.items() if n == "ctx" or "ResourceContext" in str(p.annotation)),
+        None,
+    )
+    named = [n for n in params if n != context]
+    if set(named) != variables:
+        want = ", ".join(sorted(variables)) or "none"
+        raise RegistrationError(
+            f"{what}: the parameters of {fn.__name__!r} must be the template's variables "
+            f"({want}) and, if it wants it, the context"
+        )
+
+    async def read(found: Mapping[str, str], ctx: ResourceContext[Any]) -> ResourceBody:
+        kwargs: dict[str, Any] = {n: found.get(n, "") for n in named}
+        if context is not None:
+            kwargs[context] = ctx
+        return await fn(**kwargs)
+
+    return read

@@ -32,6 +32,7 @@ from pydantic_core import PydanticSerializationError
 from .audit import AuditTrail, redact_arguments
 from .auth.identity import Identity, current_caller
 from .callstate import CURRENT_CALL, CallState
+from .content import MAX_CONTENT_BYTES, ToolResult
 from .errors import (
     ErrorCode,
     GatewayError,
@@ -41,12 +42,13 @@ from .errors import (
     error_payload,
 )
 from .health import HealthMonitor
+from .inputs import NO_INPUTS, InputRequired, Inputs, MissingCapability
 from .lifecycle import plugin_fault
 from .limits import Limiter
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .rest.status import classify_exception
-from .spec import ProgressFn, Tier
+from .spec import LogFn, ProgressFn, Tier
 from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL
 
@@ -74,9 +76,13 @@ class CallResult:
     #: a mounted server's ``CallToolResult`` as the client gets it (content of any type,
     #: ``structuredContent``, ``isError``), cleaned; ``None``: the result is built from payload
     mcp: dict[str, Any] | None = None
+    #: the tool asks the client first (see :mod:`gateway.inputs`); ``payload`` names the requests
+    input_required: InputRequired | None = None
 
     @property
     def code(self) -> str:
+        if self.input_required is not None:
+            return "INPUT_REQUIRED"
         return str(self.payload["error"]["code"]) if self.is_error else "OK"
 
     def text(self) -> str:
@@ -107,6 +113,8 @@ class Shaped:
 
 #: Characters of one text block of a mounted server's error result the client gets.
 MAX_UPSTREAM_ERROR_TEXT = 2000
+#: Characters of one log message a tool sends the client.
+MAX_LOG_CHARS = 1000
 
 
 @dataclass
@@ -126,6 +134,10 @@ class Call:
     trace: CallTrace = NO_CALL
     #: what code deeper down (the REST client) tells the pipeline about the running call
     state: CallState = field(default_factory=CallState)
+    #: the client's answers when the call is made again after the tool asked
+    inputs: Inputs = NO_INPUTS
+    #: sends the client a log message (``None``: the call's client gets none)
+    log: LogFn | None = None
 
     @property
     def served(self) -> RegisteredTool:
@@ -174,11 +186,43 @@ class Pipeline:
         self.errors = errors
         self._run = compose([errors, *running], runner)
         self._call = compose([*outer, errors, *refusals, *running], runner)
+        # A read of what is not a listed tool (a resource): every layer but the lookup and the
+        # check of arguments, which the read's own lookup did.
+        access = [layer for layer in refusals if not isinstance(layer, PolicyLayer | Validation)]
+        self._serve = compose([errors, *access, *running], runner)
 
     async def call(
-        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: ProgressFn | None = None,
+        inputs: Inputs = NO_INPUTS,
+        log: LogFn | None = None,
     ) -> CallResult:
-        return await self._call(Call(name, arguments, progress))
+        return await self._call(Call(name, arguments, progress, inputs=inputs, log=log))
+
+    async def serve(
+        self,
+        tool: RegisteredTool,
+        arguments: dict[str, Any],
+        *,
+        inputs: Inputs = NO_INPUTS,
+        log: LogFn | None = None,
+    ) -> CallResult:
+        """Run ``tool`` (found by the caller, not by name: a resource's read) through the
+        layers a call passes once found and valid: scopes, audit, breaker, timeout, the
+        runner's shaping and cleaning."""
+        call = Call(
+            tool.name,
+            arguments,
+            tool=tool,
+            args=arguments,
+            correlation_id=_new_id(),
+            inputs=inputs,
+            log=log,
+        )
+        return await self._serve(call)
 
     async def run(self, tool: RegisteredTool, args: Any) -> CallResult:
         """What a call does once its arguments are valid, without policy and audit: the test
@@ -224,6 +268,8 @@ class Errors:
     async def __call__(self, call: Call, call_next: Next) -> CallResult:
         try:
             result = await call_next(call)
+        except MissingCapability:
+            raise  # not a tool's failure: the server refuses the request (gateway.asking)
         except GatewayError as err:
             result = self.result(err, call.tool, call.correlation_id)
         result.correlation_id = call.correlation_id
@@ -485,9 +531,15 @@ class Runner:
             if progress is not None:
                 await progress(p, total, self.sanitize(message, max_chars=200) if message else None)
 
+        log_to = call.log
+
+        async def send_log(level: str, message: str) -> None:
+            if log_to is not None:
+                await log_to(level, self.sanitize(message, max_chars=MAX_LOG_CHARS))
+
         token = CURRENT_CALL.set(call.state)
         try:
-            raw = await tool.invoke(call.args, cid, report)
+            raw = await tool.invoke(call.args, cid, report, inputs=call.inputs, log=send_log)
             if isinstance(raw, McpResult):
                 return self._passed_on(tool, raw.result, cid)
             if isinstance(raw, Shaped):
@@ -495,6 +547,10 @@ class Runner:
                 if encodable(text) is not text:
                     payload = encodable_data(payload)
                     text = _dumps(payload)
+            elif isinstance(raw, ToolResult):
+                return self._own(tool, raw, cid)
+            elif isinstance(raw, InputRequired):
+                return self._asking(tool, raw)
             else:
                 payload, text = _shape(tool, raw)
         except (GatewayError, TimeoutError):
@@ -525,12 +581,54 @@ class Runner:
             CURRENT_CALL.reset(token)
         return self._without_secrets(CallResult(payload, False, tool, text), cid)
 
+    def _own(self, tool: RegisteredTool, raw: ToolResult, cid: str) -> CallResult:
+        """A handler's :class:`~gateway.content.ToolResult`: its JSON (structured content
+        checked against the tool's output model), then cleaned as a mounted server's is."""
+        result = raw.wire()
+        model = tool.output_model
+        structured = result.get("structuredContent")
+        if model is not None and structured is not None and not result.get("isError"):
+            result["structuredContent"] = model.model_validate(structured).model_dump(mode="json")
+        return self._passed_on(tool, result, cid)
+
+    def _asking(self, tool: RegisteredTool, raw: InputRequired) -> CallResult:
+        """A handler asks the client first: its requests checked and cleared of configured
+        secrets; the server layer asks (or answers with an input-required result)."""
+        asked = raw.checked()
+        text = _dumps(asked.wire())
+        if self.sanitize.checks_results and self.sanitize.result_has_secret(text):
+            log.warning("tool=%s a configured secret in an input request was redacted", tool.name)
+            cleaned = self.sanitize.redact_data(asked.wire())
+            asked = InputRequired.from_wire(cleaned, asked.state)
+        return CallResult(
+            {"input_required": sorted(asked.requests)}, False, tool, input_required=asked
+        )
+
     def _passed_on(self, tool: RegisteredTool, result: dict[str, Any], cid: str) -> CallResult:
         """A mounted server's result, unchanged but for what must never reach a client: a
         configured secret anywhere in it, and in an error's text what the sanitizer removes
         from a backend's words (paths, SQL, credentials). The error envelope of ``payload``
-        (for the audit log, the trace and ``mcp-gateway call``) quotes its first text."""
+        (for the audit log, the trace and ``mcp-gateway call``) quotes its first text. A
+        server that asks the client first (an input-required result) asks through the gateway."""
+        if result.get("resultType") == "input_required":
+            try:
+                asked = InputRequired.from_wire(
+                    result.get("inputRequests"), result.get("requestState")
+                )
+            except ValueError as exc:
+                raise GatewayError(
+                    ErrorCode.BACKEND_ERROR,
+                    f"tool {tool.name!r} asked for input the gateway cannot pass on: {exc}",
+                    retryable=False,
+                ) from None
+            return self._asking(tool, asked)
         text = _dumps(result)
+        if len(text) > MAX_CONTENT_BYTES:
+            raise GatewayError(
+                ErrorCode.INTERNAL_ERROR,
+                f"tool {tool.name!r} returned {len(text) // (1024 * 1024)} MB of content, over "
+                f"the {MAX_CONTENT_BYTES // (1024 * 1024)} MB a result may have",
+            )
         if encodable(text) is not text:
             result = encodable_data(result)
             text = _dumps(result)

@@ -34,6 +34,7 @@ from .health import HealthMonitor
 from .lifecycle import plugin_fault
 from .prompts import PromptRegistry, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
+from .resources import ResourceRegistry, build_resource
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
 from .schemacache import SchemaCache, cache_folder, deferred_models
@@ -43,6 +44,7 @@ HOOK_NAMES = (
     "plugin_settings",
     "register_tools",
     "register_prompts",
+    "register_resources",
     "register_health_checks",
     "register_servers",
     "open_resources",
@@ -101,6 +103,8 @@ class PluginRecord:
     tools: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
+    #: the URIs (and URI templates) of its resources
+    resources: list[str] = field(default_factory=list)
     summary: str = ""
     context: PluginContext[Any] | None = None
     module: object | None = None
@@ -139,6 +143,8 @@ class PluginRecord:
             "tools": list(self.tools),
             "prompts": list(self.prompts),
         }
+        if self.resources:
+            out["resources"] = list(self.resources)
         if self.withheld:
             out["withheld_tools"] = dict(self.withheld)
         if self.notes:
@@ -229,6 +235,7 @@ class PluginLoader:
         sanitizer: Sanitizer,
         backends: BackendHub | None = None,
         prompts: PromptRegistry | None = None,
+        resources: ResourceRegistry | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -238,6 +245,7 @@ class PluginLoader:
             config.plugin_settings, sanitizer, unexpanded=config.unexpanded
         )
         self.prompts = prompts or PromptRegistry()
+        self.resources = resources or ResourceRegistry()
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
         folder = cache_folder(config)
@@ -385,7 +393,12 @@ class PluginLoader:
         """Record, per loaded plugin, the tools a name collision keeps from serving."""
         for rec in self.records:
             rec.withheld = (
-                {**self.registry.withheld(rec.name), **rec.held}
+                {
+                    **self.registry.withheld(rec.name),
+                    **self.resources.withheld(rec.name),
+                    **self.prompts.withheld(rec.name),
+                    **rec.held,
+                }
                 if rec.state is PluginState.LOADED
                 else {}
             )
@@ -416,9 +429,10 @@ class PluginLoader:
     def _fail(self, rec: PluginRecord, reason: str, *, level: int = logging.ERROR) -> None:
         rec.state = PluginState.FAILED
         rec.reason = self.sanitizer(reason)
-        rec.tools, rec.checks, rec.prompts = [], [], []
+        rec.tools, rec.checks, rec.prompts, rec.resources = [], [], [], []
         self.registry.remove_plugin(rec.name)
         self.prompts.remove_plugin(rec.name)
+        self.resources.remove_plugin(rec.name)
         self.health.remove_plugin(rec.name)
         # Clients are opened on first use only, never during loading: nothing to close here.
         self.backends.remove_plugin(rec.name)
@@ -523,6 +537,13 @@ class PluginLoader:
             prompts = [build_prompt(p, ctx) for p in prompt_specs]
         except ValueError as exc:
             raise _PluginInvalid(f"invalid prompt declaration: {exc}") from None
+        step("register_resources")
+        resource_specs: list[object] = []
+        call_hook(self.pm, "register_resources", module, register=resource_specs.append, plugin=ctx)
+        try:
+            resources = [build_resource(r, ctx) for r in resource_specs]
+        except ValueError as exc:
+            raise _PluginInvalid(f"invalid resource declaration: {exc}") from None
         step("register_health_checks")
         checks: list[HealthCheck] = []
         call_hook(self.pm, "register_health_checks", module, register=checks.append, plugin=ctx)
@@ -549,9 +570,16 @@ class PluginLoader:
         except ValueError as exc:
             self.registry.remove_plugin(src.name)
             raise _PluginInvalid(f"invalid prompt declaration: {exc}") from None
+        try:
+            self.resources.add_all(resources)
+        except ValueError as exc:
+            self.registry.remove_plugin(src.name)
+            self.prompts.remove_plugin(src.name)
+            raise _PluginInvalid(f"invalid resource declaration: {exc}") from None
         self.health.add_all(src.name, checks)
         rec.tools = [t.name for t in tools]
         rec.prompts = [p.name for p in prompts]
+        rec.resources = [r.key for r in resources]
         rec.checks = [c.name for c in checks]
         rec.servers = [s for s in servers if isinstance(s, ServerSpec)]
 

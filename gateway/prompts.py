@@ -16,6 +16,11 @@ prompt's ``free_text`` argument is rendered as a pointer to those words instead 
 word that arrived (docs/claude-code.md). The rendered text is
 cleaned of secrets; a render function that raises gives a generic error, its detail goes to the
 log.
+
+A render function may also return messages (:func:`gateway.content.message`: text, images,
+embedded resources), or :class:`~gateway.inputs.InputRequired` to ask the client first (its
+answers are then in ``ctx.inputs``). ``complete`` suggests values for an argument the user is
+typing (``completion/complete``).
 """
 
 from __future__ import annotations
@@ -23,18 +28,31 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from .content import MAX_CONTENT_BYTES, Message, json_size, text
 from .errors import ErrorCode, GatewayError, Sanitizer, format_validation_error
+from .inputs import NO_INPUTS, InputRequired, Inputs
 from .spec import TOOL_NAME, PluginContext
+
+if TYPE_CHECKING:
+    from .registry import RegisteredTool
 
 log = logging.getLogger("gateway.prompts")
 
-PromptRender = Callable[[Any, "PromptContext"], str | Awaitable[str]]
+#: What a render function returns: the text of the user message, the messages, or a request
+#: to ask the client first.
+Rendered = str | Sequence[Message] | InputRequired
+PromptRender = Callable[[Any, "PromptContext"], Rendered | Awaitable[Rendered]]
+#: Suggests values for argument ``name`` from what the user typed so far (``value``) and the
+#: arguments already given: ``complete(name, value, arguments)``, may be async.
+Completer = Callable[[str, str, Mapping[str, str]], Sequence[str] | Awaitable[Sequence[str]]]
+#: At most this many suggestions are sent (the protocol's limit).
+MAX_COMPLETIONS = 100
 
 MAX_PROMPT_CHARS = 20_000
 _TOOL_WORD = re.compile(r"\b[a-z][a-z0-9_]{2,63}\b")
@@ -47,7 +65,8 @@ class PromptSpec:
     accept strings (``int`` fields are converted, as MCP sends strings). ``render(args, ctx)``
     (may be async) returns the text of the user message. ``requires``: tools without which the
     workflow makes no sense; the prompt is listed only when all of them are offered.
-    ``free_text``: the argument holding free text (words and spaces), which must be the last."""
+    ``free_text``: the argument holding free text (words and spaces), which must be the last.
+    ``complete``: suggests values for an argument (see :data:`Completer`)."""
 
     name: str
     description: str
@@ -56,6 +75,7 @@ class PromptSpec:
     title: str | None = None
     requires: tuple[str, ...] = ()
     free_text: str | None = None
+    complete: Completer | None = None
 
 
 #: Clients known to split a slash command's text into one word per prompt argument.
@@ -69,6 +89,8 @@ class PromptContext:
     plugin: PluginContext[Any]
     tools: frozenset[str]
     read_only: bool
+    #: the client's answers when the prompt is asked for again after it asked (gateway.inputs)
+    inputs: Inputs = NO_INPUTS
 
     def has(self, *names: str) -> bool:
         """Are all these tools offered (installed, loaded and visible under the policy)?"""
@@ -80,6 +102,9 @@ class RegisteredPrompt:
     spec: PromptSpec
     plugin: PluginContext[Any]
     arguments: list[dict[str, Any]]
+    #: a mounted server's prompt: the read-tier call that gets it from the server (its
+    #: ``render`` is not used)
+    tool: RegisteredTool | None = None
 
     @property
     def name(self) -> str:
@@ -101,6 +126,8 @@ def build_prompt(spec: object, plugin: PluginContext[Any]) -> RegisteredPrompt:
         raise ValueError(f"{where}: arguments must set model_config = ConfigDict(extra='forbid')")
     if not callable(spec.render):
         raise ValueError(f"{where}: render must be a function")
+    if spec.complete is not None and not callable(spec.complete):
+        raise ValueError(f"{where}: complete must be a function")
     published = []
     for name, field in spec.arguments.model_fields.items():
         published.append(
@@ -131,10 +158,13 @@ def command_words(prompt: RegisteredPrompt, arguments: dict[str, Any]) -> dict[s
 
 
 class PromptRegistry:
-    """All prompts of all loaded plugins, by name; names are unique like tool names."""
+    """All prompts of all loaded plugins, by name; names are unique like tool names. A mounted
+    server's prompts are claimed (:meth:`claim_all`): a name a plugin or another server has
+    too is served by neither and reported, as a tool name is."""
 
     def __init__(self) -> None:
         self._prompts: dict[str, RegisteredPrompt] = {}
+        self._claims: dict[str, list[RegisteredPrompt]] = {}
 
     def add_all(self, prompts: list[RegisteredPrompt]) -> None:
         seen: set[str] = set()
@@ -147,20 +177,48 @@ class PromptRegistry:
         for p in prompts:
             self._prompts[p.name] = p
 
+    def claim_all(self, prompts: list[RegisteredPrompt]) -> None:
+        """A mounted server's prompts (its earlier ones are removed first by the caller)."""
+        for p in prompts:
+            self._claims.setdefault(p.name, []).append(p)
+
     def remove_plugin(self, plugin: str) -> None:
         for name in [n for n, p in self._prompts.items() if p.plugin.name == plugin]:
             del self._prompts[name]
+        for name in list(self._claims):
+            self._claims[name] = [p for p in self._claims[name] if p.plugin.name != plugin]
+            if not self._claims[name]:
+                del self._claims[name]
+
+    def _served(self) -> dict[str, RegisteredPrompt]:
+        out = {n: p for n, p in self._prompts.items() if n not in self._claims}
+        for name, claims in self._claims.items():
+            if len(claims) == 1 and name not in self._prompts:
+                out[name] = claims[0]
+        return out
+
+    def withheld(self, plugin: str) -> dict[str, str]:
+        """This source's prompts another's claim keeps from serving, and why."""
+        out = {}
+        for name, claims in self._claims.items():
+            every = ([self._prompts[name]] if name in self._prompts else []) + claims
+            if len(every) > 1 and any(p.plugin.name == plugin for p in every):
+                owners = " and ".join(repr(p.plugin.name) for p in every)
+                out[f"prompt {name}"] = (
+                    f"{owners} both provide prompt {name!r}, so neither serves it"
+                )
+        return out
 
     def get(self, name: str) -> RegisteredPrompt | None:
-        return self._prompts.get(name)
+        return self._served().get(name)
 
     def all(self) -> list[RegisteredPrompt]:
-        return list(self._prompts.values())
+        return list(self._served().values())
 
     def offered(self, tools: Iterable[str]) -> list[RegisteredPrompt]:
         """The prompts whose required tools are all offered."""
         have = set(tools)
-        return [p for p in self._prompts.values() if set(p.spec.requires) <= have]
+        return [p for p in self._served().values() if set(p.spec.requires) <= have]
 
 
 async def render_prompt(
@@ -174,6 +232,30 @@ async def render_prompt(
 ) -> str:
     """Validate the arguments and render the prompt's text; ``GatewayError`` for bad input.
     ``client``: the client's name from its ``initialize`` (``clientInfo.name``), if known."""
+    rendered = await render_messages(
+        prompt, arguments, tools=tools, read_only=read_only, sanitizer=sanitizer, client=client
+    )
+    if isinstance(rendered, InputRequired) or len(rendered) != 1:
+        raise GatewayError(ErrorCode.INTERNAL_ERROR, f"prompt {prompt.name!r} rendered no text")
+    block = rendered[0]["content"]
+    if block.get("type") != "text":
+        raise GatewayError(ErrorCode.INTERNAL_ERROR, f"prompt {prompt.name!r} rendered no text")
+    return str(block["text"])
+
+
+async def render_messages(
+    prompt: RegisteredPrompt,
+    arguments: dict[str, Any] | None,
+    *,
+    tools: frozenset[str],
+    read_only: bool,
+    sanitizer: Sanitizer,
+    client: str | None = None,
+    inputs: Inputs = NO_INPUTS,
+) -> list[dict[str, Any]] | InputRequired:
+    """Validate the arguments and render the prompt: its messages as JSON (``PromptMessage``s;
+    a text becomes one user message), or what it asks the client first. ``GatewayError`` for
+    bad input, a render function that raises or returns what is not a prompt."""
     arguments = dict(arguments or {})
     if client in WORD_SPLITTING_CLIENTS:
         arguments = command_words(prompt, arguments)
@@ -181,11 +263,14 @@ async def render_prompt(
         args = prompt.spec.arguments.model_validate(arguments)
     except ValidationError as exc:
         raise format_validation_error(exc) from None
-    ctx = PromptContext(prompt.plugin, tools, read_only)
+    ctx = PromptContext(prompt.plugin, tools, read_only, inputs)
     try:
-        text = prompt.spec.render(args, ctx)
-        if inspect.isawaitable(text):
-            text = await text
+        rendered = prompt.spec.render(args, ctx)
+        if inspect.isawaitable(rendered):
+            rendered = await rendered
+        if isinstance(rendered, InputRequired):
+            return rendered.checked()
+        return _messages(rendered, sanitizer)
     except GatewayError:
         raise
     except Exception as exc:
@@ -196,9 +281,41 @@ async def render_prompt(
             ErrorCode.INTERNAL_ERROR,
             f"prompt {prompt.name!r} could not be rendered; the gateway log has the details",
         ) from None
-    if not isinstance(text, str):
-        raise GatewayError(ErrorCode.INTERNAL_ERROR, f"prompt {prompt.name!r} rendered no text")
-    return sanitizer.redact_secrets(text)[:MAX_PROMPT_CHARS]
+
+
+def _messages(rendered: object, sanitizer: Sanitizer) -> list[dict[str, Any]]:
+    """What a render function returned as JSON messages: secrets redacted from the text,
+    each text cut to :data:`MAX_PROMPT_CHARS`, the whole bounded by ``MAX_CONTENT_BYTES``."""
+    if isinstance(rendered, str):
+        rendered = [Message("user", text(rendered))]
+    if not isinstance(rendered, Sequence) or not rendered:
+        raise TypeError(f"render returned {type(rendered).__name__}, not a text or messages")
+    out = []
+    for item in rendered:
+        if not isinstance(item, Message):
+            raise TypeError(f"render returned a {type(item).__name__} among its messages")
+        wire = item.wire()
+        block = wire["content"]
+        if block.get("type") == "text":
+            block["text"] = sanitizer.redact_secrets(str(block["text"]))[:MAX_PROMPT_CHARS]
+        elif sanitizer.checks_results:
+            wire["content"] = sanitizer.redact_data(block)
+        out.append(wire)
+    if json_size(out) > MAX_CONTENT_BYTES:
+        raise ValueError(f"the messages are over {MAX_CONTENT_BYTES // (1024 * 1024)} MB")
+    return out
+
+
+async def complete_argument(
+    prompt: RegisteredPrompt, name: str, value: str, context: Mapping[str, str]
+) -> list[str]:
+    """The prompt's suggestions for argument ``name`` (none when it has no ``complete``)."""
+    if prompt.spec.complete is None or name not in {a["name"] for a in prompt.arguments}:
+        return []
+    found = prompt.spec.complete(name, value, context)
+    if inspect.isawaitable(found):
+        found = await found
+    return [str(v) for v in list(found)[:MAX_COMPLETIONS]]
 
 
 def mentioned_tools(text: str, known: Iterable[str]) -> set[str]:

@@ -18,8 +18,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from .errors import ARGUMENTS, encodable, field_errors, invalid
+from .inputs import NO_INPUTS, Inputs
 from .spec import (
     TOOL_NAME,
+    LogFn,
     Mutation,
     PluginContext,
     ProgressFn,
@@ -113,9 +115,22 @@ class RegisteredTool:
             self._checker = compile_schema(self.input_schema)
         return check_arguments(self._checker, self.spec.input_model, arguments)
 
-    async def invoke(self, args: Any, correlation_id: str, progress: ProgressFn) -> Any:
-        """Run the tool's own code with valid ``args``."""
-        ctx: ToolContext[Any] = ToolContext(self.plugin, self.spec.name, correlation_id, progress)
+    async def invoke(
+        self,
+        args: Any,
+        correlation_id: str,
+        progress: ProgressFn,
+        *,
+        inputs: Inputs = NO_INPUTS,
+        log: LogFn | None = None,
+    ) -> Any:
+        """Run the tool's own code with valid ``args`` (``inputs``: the client's answers when
+        the call is made again after it asked; ``log``: sends the client log messages)."""
+        ctx: ToolContext[Any] = ToolContext(
+            self.plugin, self.spec.name, correlation_id, progress, inputs
+        )
+        if log is not None:
+            ctx._log = log
         return await self.spec.handler(args, ctx)
 
 

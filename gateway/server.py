@@ -10,13 +10,17 @@ from typing import Any
 import mcp_types as t
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
+from mcp.server.caching import CacheHint
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from . import __version__
 from .app import CallResult, Gateway, OfferedTool, RegisteredPrompt
+from .asking import Exchange, LogLevel, Parking, seal_request_state
 from .auth.identity import Identity, current_caller
-from .errors import ErrorCode, GatewayError, encodable
+from .errors import ErrorCode, GatewayError
+from .inputs import InputRequired, Inputs
 from .lifecycle import SignalGuard, plugin_fault, run
 from .stdio import Wire, json_rpc_streams
 from .telemetry.middleware import instrument_server
@@ -62,6 +66,47 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
     )
 
 
+#: What a client may keep of a list or a read (SEP-2549): nothing, for itself only. Lists
+#: depend on the caller's scopes, and change when mounted servers list something else (a
+#: 2026-07-28 client has no subscription to be told on: it lists again). A resource that may
+#: be kept says so itself (``ResourceSpec.cache_ttl``).
+CACHE_HINTS: dict[Any, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in (
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    )
+}
+
+
+def principal() -> str | None:
+    """Who the caller is, for binding request state to it: an OAuth caller's issuer, client
+    and subject; ``None`` for the one caller of stdio, the shared token or loopback."""
+    caller = current_caller()
+    if caller.via not in ("jwt", "introspection"):
+        return None
+    return "\x1f".join(str(part) for part in (caller.issuer, caller.client_id, caller.subject))
+
+
+def client_name(ctx: ServerRequestContext[Any]) -> str | None:
+    info = getattr(ctx.session.client_params, "client_info", None)
+    name = getattr(info, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def read_error(error: dict[str, Any], uri: str) -> MCPError:
+    """A read's error as the protocol's: a resource not found, or refused, is the client's
+    mistake (``-32602`` with the URI, SEP-2164); anything else the server's."""
+    code = str(error.get("code"))
+    message = f"{code}: {error.get('message', '')}"
+    if code in ("NOT_FOUND", "VALIDATION_ERROR", "PERMISSION_DENIED"):
+        return MCPError(t.INVALID_PARAMS, message, data={"uri": uri})
+    return MCPError(t.INTERNAL_ERROR, message)
+
+
 def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any]:
     """The MCP server over ``gateway`` (loaded: what it lists is what its plugins publish).
     ``stdio_session``: it serves the one session of a stdio process, which is told when
@@ -84,8 +129,13 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         scoped.clear()
         if stdio and stdio[0][1] in HANDSHAKE_PROTOCOL_VERSIONS:
             # 2025 sessions are told on their connection; 2026-07-28 has no such notification
-            # outside subscriptions/listen, and HTTP requests are each their own session.
-            await stdio[0][0].send_tool_list_changed()
+            # outside subscriptions/listen, and HTTP requests are each their own session. What
+            # changed (tools, prompts or resources of mounted servers) is not told apart: a
+            # client lists again, which costs little.
+            session = stdio[0][0]
+            await session.send_tool_list_changed()
+            await session.send_prompt_list_changed()
+            await session.send_resource_list_changed()
 
     gateway.mounts.subscribe(tools_changed)
 
@@ -133,48 +183,169 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         await gateway.settled()
         return listed_for(current_caller())
 
+    #: the level the stdio session asked for (over HTTP each request is its own session)
+    stdio_levels = LogLevel()
+    #: calls of mounted 2025 servers waiting for a 2026-07-28 client's answers
+    parking = Parking()
+
+    def exchange(ctx: ServerRequestContext[Any], source: str | None) -> Exchange:
+        levels = stdio_levels if stdio_session else LogLevel()
+        return Exchange(ctx, gateway.sanitizer, levels, source=source)
+
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: t.CallToolRequestParams
-    ) -> t.CallToolResult:
+    ) -> t.CallToolResult | t.InputRequiredResult:
         async def progress(p: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(p, total, message)
 
         remember(ctx)
-        result = await gateway.call(params.name, params.arguments, progress=progress)
-        return to_call_tool_result(result)
+        talk = exchange(ctx, params.name if isinstance(params.name, str) else None)
+
+        async def attempt(inputs: Inputs) -> t.CallToolResult | InputRequired:
+            result = await gateway.call(
+                params.name, params.arguments, progress=progress, inputs=inputs, log=talk.log
+            )
+            if result.input_required is not None:
+                return result.input_required
+            return to_call_tool_result(result)
+
+        def refuse(err: GatewayError) -> t.CallToolResult:
+            return to_call_tool_result(gateway.pipeline.errors.result(err, None))
+
+        parks = parking if gateway.mounts and gateway.asks_mid_call(params.name) else None
+        return await talk.run(params, attempt, refuse, parking=parks)
 
     async def on_list_prompts(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListPromptsResult:
         return t.ListPromptsResult(prompts=[mcp_prompt(p) for p in gateway.offered_prompts()])
 
+    def prompt_error(err: GatewayError) -> MCPError:
+        # Prompts have no error result like tools: a protocol error the client shows.
+        code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS
+        return MCPError(code, gateway.sanitizer(f"{err.code.value}: {err.message}"))
+
     async def on_get_prompt(
         ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams
-    ) -> t.GetPromptResult:
-        try:
-            info = getattr(ctx.session.client_params, "client_info", None)
-            client = getattr(info, "name", None)
-            text = await gateway.get_prompt(params.name, params.arguments, client=client)
-        except GatewayError as err:
-            # Prompts have no error result like tools: a protocol error the client shows.
-            code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS
-            raise MCPError(code, gateway.sanitizer(f"{err.code.value}: {err.message}")) from None
-        except BaseException as exc:  # KeyboardInterrupt & co. from a render function
-            if not plugin_fault(exc):
-                raise
-            log.error("prompt=%s render raised %s", params.name, type(exc).__name__)
-            raise MCPError(
-                t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
-            ) from None
-        prompt = gateway.offered_prompt(params.name)
-        return t.GetPromptResult(
-            description=prompt.spec.description if prompt else None,
-            messages=[
-                t.PromptMessage(
-                    role="user", content=t.TextContent(type="text", text=encodable(text))
+    ) -> t.GetPromptResult | t.InputRequiredResult:
+        client = client_name(ctx)
+
+        async def attempt(inputs: Inputs) -> t.GetPromptResult | InputRequired:
+            try:
+                rendered = await gateway.prompt(
+                    params.name, params.arguments, client=client, inputs=inputs
                 )
-            ],
+                if isinstance(rendered, InputRequired):
+                    return rendered
+                messages = [t.PromptMessage.model_validate(m, by_name=False) for m in rendered]
+            except GatewayError as err:
+                raise prompt_error(err) from None
+            except ValidationError as exc:
+                log.error("prompt=%s rendered what is not a message: %s", params.name, exc.title)
+                raise MCPError(
+                    t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
+                ) from None
+            except BaseException as exc:  # KeyboardInterrupt & co. from a render function
+                if not plugin_fault(exc):
+                    raise
+                log.error("prompt=%s render raised %s", params.name, type(exc).__name__)
+                raise MCPError(
+                    t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
+                ) from None
+            prompt = gateway.offered_prompt(params.name)
+            return t.GetPromptResult(
+                description=prompt.spec.description if prompt else None, messages=messages
+            )
+
+        def refuse(err: GatewayError) -> t.GetPromptResult:
+            raise prompt_error(err)
+
+        parks = (
+            parking
+            if gateway.mounts and gateway.asks_mid_call(params.name, kind="prompt")
+            else None
         )
+        return await exchange(ctx, params.name).run(params, attempt, refuse, parking=parks)
+
+    async def on_completion(
+        ctx: ServerRequestContext[Any], params: t.CompleteRequestParams
+    ) -> t.CompleteResult:
+        ref = params.ref
+        context = dict(params.context.arguments or {}) if params.context else {}
+        try:
+            if isinstance(ref, t.PromptReference):
+                values = await gateway.complete_prompt(
+                    ref.name, params.argument.name, params.argument.value, context
+                )
+            else:
+                values = await gateway.complete_resource(
+                    ref.uri, params.argument.name, params.argument.value, context
+                )
+        except GatewayError as err:
+            raise prompt_error(err) from None
+        return t.CompleteResult(
+            completion=t.Completion(values=values, total=len(values), has_more=False)
+        )
+
+    def published(kind: type[Any], items: list[Any]) -> list[Any]:
+        out = []
+        for item in items:
+            try:
+                out.append(kind.model_validate(item.listed, by_name=False))
+            except ValidationError:
+                log.warning(
+                    "resource %s is not listed: not a valid %s", item.key[:80], kind.__name__
+                )
+        return out
+
+    async def on_list_resources(
+        ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+    ) -> t.ListResourcesResult:
+        await gateway.settled()
+        return t.ListResourcesResult(resources=published(t.Resource, gateway.offered_resources()))
+
+    async def on_list_resource_templates(
+        ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+    ) -> t.ListResourceTemplatesResult:
+        await gateway.settled()
+        templates = gateway.offered_resources(templates=True)
+        return t.ListResourceTemplatesResult(
+            resource_templates=published(t.ResourceTemplate, templates)
+        )
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[Any], params: t.ReadResourceRequestParams
+    ) -> t.ReadResourceResult | t.InputRequiredResult:
+        talk = exchange(ctx, None)
+        uri = params.uri
+
+        async def attempt(inputs: Inputs) -> t.ReadResourceResult | InputRequired:
+            result = await gateway.read_resource(uri, inputs=inputs, log=talk.log)
+            if result.input_required is not None:
+                return result.input_required
+            if result.is_error or result.mcp is None:
+                raise read_error(result.payload["error"], uri)
+            try:
+                return t.ReadResourceResult.model_validate(result.mcp, by_name=False)
+            except ValidationError:
+                raise MCPError(
+                    t.INTERNAL_ERROR, "INTERNAL_ERROR: the resource's contents are malformed"
+                ) from None
+
+        def refuse(err: GatewayError) -> t.ReadResourceResult:
+            raise read_error(
+                {"code": err.code.value, "message": gateway.sanitizer(err.message)}, uri
+            )
+
+        parks = parking if gateway.mounts and gateway.asks_mid_call(uri, kind="resource") else None
+        return await talk.run(params, attempt, refuse, parking=parks)
+
+    async def on_set_level(
+        ctx: ServerRequestContext[Any], params: t.SetLevelRequestParams
+    ) -> t.EmptyResult:
+        if stdio_session:
+            stdio_levels.level = params.level
+        return t.EmptyResult()
 
     server: Server[Any] = Server(
         gateway.config.server_name,
@@ -186,17 +357,27 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         on_call_tool=on_call_tool,
         on_list_prompts=on_list_prompts,
         on_get_prompt=on_get_prompt,
+        on_completion=on_completion,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        cache_hints=CACHE_HINTS,
     )
+    # Here rather than in the constructor, which warns that 2026-07-28 has no logging/setLevel
+    # (the SDK answers it there as an unknown method anyway).
+    server.add_request_handler("logging/setLevel", t.SetLevelRequestParams, on_set_level)
 
     # The gateway's span per request in place of the SDK's (which is removed when off).
     instrument_server(server, gateway.telemetry, gateway.serves_tool, gateway.serves_prompt)
+    # Inside the span: what a client sends back as request state is checked before anything.
+    seal_request_state(server, principal)
     return server
 
 
 def initialization_options(server: Server[Any]) -> Any:
-    # Lists change when mounted MCP servers list their tools (or list others).
+    # Lists change when mounted MCP servers list their tools, prompts or resources.
     return server.create_initialization_options(
-        NotificationOptions(tools_changed=True, prompts_changed=True)
+        NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
     )
 
 

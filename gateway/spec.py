@@ -29,7 +29,9 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, create_model
 from typing_extensions import TypeVar as DefaultedTypeVar
 
+from .content import ToolResult
 from .errors import ErrorCode, GatewayError, Sanitizer
+from .inputs import NO_INPUTS, InputRequired, Inputs
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -218,9 +220,17 @@ class PluginContext(Generic[SettingsT]):
 
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+#: Sends one log message to the client: ``(level, message)``.
+LogFn = Callable[[str, str], Awaitable[None]]
+#: The levels of MCP log messages (RFC 5424's), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+async def _no_log(level: str, message: str) -> None:
     return None
 
 
@@ -232,6 +242,10 @@ class ToolContext(Generic[SettingsT]):
     tool: str
     correlation_id: str
     _progress: ProgressFn = _no_progress
+    #: the client's answers when the call is made again after it asked (see
+    #: :mod:`gateway.inputs`), and what the client can be asked
+    inputs: Inputs = NO_INPUTS
+    _log: LogFn = _no_log
 
     @property
     def settings(self) -> SettingsT:
@@ -255,6 +269,15 @@ class ToolContext(Generic[SettingsT]):
         """Report progress. Sent as an MCP progress notification when the client asked for
         progress; a no-op otherwise. Progress also keeps Claude Code's idle watchdog quiet."""
         await self._progress(progress, total, message)
+
+    async def log(self, level: str, message: str) -> None:
+        """Send the client an MCP log message (``notifications/message``) at ``level``
+        (``debug`` … ``emergency``), when it asked for messages at that level: on
+        2026-07-28 in the request's ``_meta``, before that with ``logging/setLevel``. The text
+        is sanitized like an error message; the gateway's own log (``logger``) is separate."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        await self._log(level, message)
 
     async def run_sync(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run blocking code (SQLite, a blocking client library) off the event loop.
@@ -526,14 +549,28 @@ def _output_model(
             f"{where}: its return annotation ({signature.return_annotation}) cannot be resolved "
             f"({type(exc).__name__}: {exc}); define or import what it names before the function"
         ) from None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        # ``Model | InputRequired``: a tool that may ask the client first, or return content.
+        kept = [m for m in typing.get_args(hint) if m not in _NOT_OUTPUT]
+        if len(kept) == 1:
+            hint = kept[0]
+        elif not kept:
+            return None
+    if hint in _NOT_OUTPUT:
+        return None
     if isinstance(hint, type) and issubclass(hint, BaseModel):
         return hint
     if hint is Any or hint is dict or typing.get_origin(hint) in (dict, Mapping):
         return None
     raise RegistrationError(
         f"{where}: returns {signature.return_annotation}; return a pydantic model (it is "
-        "published as the outputSchema) or a dict"
+        "published as the outputSchema), a dict, a ToolResult or InputRequired"
     )
+
+
+#: Return annotations that are not an output model: content of any type, or a request to ask
+#: the client first.
+_NOT_OUTPUT = (ToolResult, InputRequired)
 
 
 def _caller(
@@ -644,7 +681,10 @@ class ServerSpec:
     ``"first-use"`` records the definitions the first time the server answers and offers them;
     ``"approve"`` offers nothing until ``mcp-gateway servers approve`` recorded them.
     ``list_wait`` (seconds) bounds how long a first ``tools/list`` waits for the server while it
-    starts. ``origin`` says where it was configured (``gw.toml:12``), for messages.
+    starts. ``protocol``: the revision it is spoken to at: ``2025-11-25`` (``initialize``; it
+    may ask the client over its connection) or ``2026-07-28`` (``server/discover``; it asks
+    with input-required results, each request says what the client can do). ``origin`` says
+    where it was configured (``gw.toml:12``), for messages.
     """
 
     name: str
@@ -663,6 +703,7 @@ class ServerSpec:
     pin: str = "first-use"
     list_wait: float = 5.0
     origin: str = ""
+    protocol: str = "2025-11-25"
 
     @property
     def transport(self) -> str:

@@ -7,8 +7,14 @@ and it keeps a back channel for the server's own requests), listing its tools (e
 calling them, ``ping`` as its health check, ``notifications/tools/list_changed``, restarting it
 with backoff when it exits or its connection breaks, and stopping it (its whole process group).
 What the server sends outside answers arrives in one place, :meth:`Upstream._on_message`, and
-its requests (sampling, elicitation, roots) in the session's callbacks: where forwarding them
-to the gateway's clients belongs.
+its requests (sampling, elicitation, roots) in the session's callbacks, which forward them to
+the client of the call that is running (:meth:`Upstream._forwarded`).
+
+Besides tools it lists the server's resources, resource templates and prompts, and reads,
+gets and completes them (:meth:`Upstream.request`). A server mounted at 2026-07-28
+(``ServerSpec.protocol``) is opened with ``server/discover`` instead: its input requests come
+as input-required results, passed on by the gateway, and each request carries the
+capabilities of the client it is made for (:func:`_forwarding_capabilities`).
 
 :mod:`gateway.mounts` turns what an upstream lists into tools of the registry; this module
 knows nothing of tools beyond their JSON. The SDK is imported only when a session opens.
@@ -22,20 +28,31 @@ import enum
 import json
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from .errors import ErrorCode, GatewayError, Sanitizer
-from .spec import ProgressFn, ServerSpec
+from .inputs import (
+    CALL,
+    FORWARDED_CAPABILITIES,
+    NEEDS,
+    InputRequest,
+    Inputs,
+    MissingCapability,
+    call_of,
+    required_capabilities,
+)
+from .spec import LogFn, ProgressFn, ServerSpec
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -576,11 +593,15 @@ async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
 
 @dataclass
 class Listing:
-    """What a server offers: its tools as it sent them (JSON, camelCase, every page)."""
+    """What a server offers: its tools as it sent them (JSON, camelCase, every page), and its
+    resources, resource templates and prompts (empty when it declares none)."""
 
     tools: list[dict[str, Any]]
     server_name: str
     server_version: str
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: Told each time an upstream (re)connected or listed its tools again.
@@ -656,6 +677,14 @@ class Upstream:
         self.recycling: str | None = None
         self._relist = anyio.Event()
         self._broken = anyio.Event()
+        #: the calls running by their CALL name, each with its client's back channel and log
+        #: (see _forwarded)
+        self._running: dict[str, tuple[Inputs, LogFn | None]] = {}
+
+    @property
+    def modern(self) -> bool:
+        """Mounted at 2026-07-28 (``server/discover``, input-required results)."""
+        return self.spec.protocol == MODERN
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -734,20 +763,33 @@ class Upstream:
 
             from . import __version__
 
-            async with ClientSession(
-                read,
-                write,
-                message_handler=self._on_message,
-                logging_callback=self._on_log,
-                client_info=t.Implementation(name="mcp-gateway", version=__version__),
-            ) as session:
+            # The callbacks make the session declare sampling, elicitation and roots to a 2025
+            # server: it may ask over its connection, and each request goes to the client of
+            # the running call. At 2026-07-28 each request says what its client can do instead.
+            async with (
+                _forwarding_capabilities(write) if self.modern else _as_is(write) as send,
+                ClientSession(
+                    read,
+                    send,
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    client_info=t.Implementation(name="mcp-gateway", version=__version__),
+                    sampling_callback=self._on_sampling,
+                    elicitation_callback=self._on_elicitation,
+                    list_roots_callback=self._on_roots,
+                ) as session,
+            ):
                 with anyio.fail_after(CONNECT_TIMEOUT):
-                    init = await session.initialize()
+                    if self.modern:
+                        await session.discover()
+                    else:
+                        await session.initialize()
+                info = session.server_info
                 if self._prepare is not None:
                     self.session = session
                     await self._prepare(self)
                 with anyio.fail_after(CONNECT_TIMEOUT):
-                    listing = await self._list(session, init.server_info)
+                    listing = await self._list(session, info)
                 self.session = session
                 self.state = State.UP
                 self.reason = None
@@ -768,7 +810,7 @@ class Upstream:
                     len(listing.tools),
                 )
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._relisting, session, init.server_info)
+                    tg.start_soon(self._relisting, session, info)
                     await self._broken.wait()
                     tg.cancel_scope.cancel()
 
@@ -824,22 +866,54 @@ class Upstream:
         return self._sanitize(text, max_chars=400)
 
     async def _list(self, session: ClientSession, info: Any) -> Listing:
+        caps = session.server_capabilities
+        tools = await self._pages(session.list_tools, "tools")
+        resources: list[dict[str, Any]] = []
+        templates: list[dict[str, Any]] = []
+        prompts: list[dict[str, Any]] = []
+        # What it does not declare is not asked; what it declares but fails to list is left
+        # out (its tools still serve).
+        if caps is not None and caps.resources is not None:
+            resources = await self._extra(session.list_resources, "resources")
+            templates = await self._extra(session.list_resource_templates, "resource_templates")
+        if caps is not None and caps.prompts is not None:
+            prompts = await self._extra(session.list_prompts, "prompts")
+        return Listing(
+            tools,
+            str(getattr(info, "name", "") or ""),
+            str(getattr(info, "version", "") or ""),
+            resources=resources,
+            templates=templates,
+            prompts=prompts,
+        )
+
+    async def _pages(self, method: Any, key: str) -> list[dict[str, Any]]:
+        """Every page of a list (as JSON)."""
         import mcp_types as t
 
-        tools: list[dict[str, Any]] = []
+        found: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(1000):  # a server whose cursors never end is not listed for ever
             params = t.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools += [
-                x.model_dump(by_alias=True, mode="json", exclude_none=True) for x in page.tools
+            page = await method(params=params)
+            found += [
+                x.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for x in getattr(page, key)
             ]
             cursor = page.next_cursor
             if not cursor:
                 break
-        return Listing(
-            tools, str(getattr(info, "name", "") or ""), str(getattr(info, "version", "") or "")
-        )
+        return found
+
+    async def _extra(self, method: Any, key: str) -> list[dict[str, Any]]:
+        from mcp import MCPError
+        from pydantic import ValidationError
+
+        try:
+            return await self._pages(method, key)
+        except (MCPError, ValidationError) as exc:
+            log.warning("server %s: its %s are not listed: %s", self.name, key, self._why(exc))
+            return []
 
     async def _relisting(self, session: ClientSession, info: Any) -> None:
         """List again each time the server says its tools changed (one listing at a time)."""
@@ -859,7 +933,12 @@ class Upstream:
         """Everything the server sends outside answers (and transport failures) lands here."""
         import mcp_types as t
 
-        if isinstance(message, t.ToolListChangedNotification):
+        if isinstance(
+            message,
+            t.ToolListChangedNotification
+            | t.PromptListChangedNotification
+            | t.ResourceListChangedNotification,
+        ):
             self._relist.set()
         elif isinstance(message, Exception):
             log.warning(
@@ -870,10 +949,69 @@ class Upstream:
                 self._broken.set()
 
     async def _on_log(self, params: Any) -> None:
-        """A server's ``notifications/message``: into the gateway's log (issue 38 forwards)."""
-        logging.getLogger(f"gateway.server.{self.name}").info(
-            "log %s: %s", params.level, str(params.data)[:MAX_STDERR_LINE]
-        )
+        """A server's ``notifications/message``: into the gateway's log, and to the client of
+        the running call when one call is running (a message says not which call it is of)."""
+        text = str(params.data)[:MAX_STDERR_LINE]
+        logging.getLogger(f"gateway.server.{self.name}").info("log %s: %s", params.level, text)
+        running = list(self._running.values())
+        if len(running) == 1 and running[0][1] is not None:
+            send = running[0][1]
+            with contextlib.suppress(Exception):  # the client went away: the call goes on
+                await send(str(params.level), text)
+
+    # -- the server's requests (2025): forwarded to the client of the running call -----------------
+
+    async def _on_sampling(self, context: Any, params: Any) -> Any:
+        import mcp_types as t
+
+        return await self._forwarded("sampling/createMessage", params, t.CreateMessageResult)
+
+    async def _on_elicitation(self, context: Any, params: Any) -> Any:
+        import mcp_types as t
+
+        return await self._forwarded("elicitation/create", params, t.ElicitResult)
+
+    async def _on_roots(self, context: Any) -> Any:
+        import mcp_types as t
+
+        # A roots/list has no params but _meta, which the session hands over on its own.
+        meta = getattr(context, "meta", None)
+        params = t.RequestParams.model_validate({"_meta": dict(meta)}) if meta else None
+        return await self._forwarded("roots/list", params, t.ListRootsResult)
+
+    async def _forwarded(self, method: str, params: Any, result: Any) -> Any:
+        """The server asks the client (a 2025 server-to-client request): forwarded to the
+        client of the call that is running, over that call's back channel. A request while no
+        call runs, or while several do (a request says not which call it belongs to), or for
+        a client without a back channel, is refused to the server."""
+        import mcp_types as t
+        from pydantic import ValidationError
+
+        body = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params else {}
+        request = InputRequest(method, body)
+        # Another gateway says which call its request is for; any other server cannot, and is
+        # answered only while one call of it runs.
+        named = self._running.get(call_of(request) or "")
+        running = [named] if named is not None else list(self._running.values())
+        forward = running[0][0].forward if len(running) == 1 else None
+        if forward is None:
+            why = (
+                "no call of this server is running"
+                if not running
+                else "several calls are running and the request says not which it is of"
+                if len(running) > 1
+                else "the client of the call cannot be asked over its connection"
+            )
+            log.info("server %s asked %s: refused, %s", self.name, method, why)
+            return t.ErrorData(code=t.INVALID_REQUEST, message=f"the gateway cannot ask: {why}")
+        try:
+            answer = await forward(request)
+            return result.model_validate(answer, by_name=False)
+        except GatewayError as err:
+            said = self._sanitize(err.message)
+            return t.ErrorData(code=t.INVALID_REQUEST, message=f"the gateway cannot ask: {said}")
+        except ValidationError:
+            return t.ErrorData(code=t.INTERNAL_ERROR, message="the client's answer is not one")
 
     # -- using it ----------------------------------------------------------------------------------
 
@@ -910,11 +1048,38 @@ class Upstream:
         arguments: dict[str, Any],
         progress: ProgressFn | None = None,
         *,
+        inputs: Inputs | None = None,
+        log: LogFn | None = None,
         meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``tools/call`` of the server's tool ``name``: its result as sent (JSON). Cancelling
         the awaiting task (a timeout, the client's cancellation) sends the server
-        ``notifications/cancelled``."""
+        ``notifications/cancelled``. ``inputs``: the client's answers to what the server asked
+        (2026-07-28) and its back channel (2025); ``log``: where its log messages go."""
+        return await self.request(
+            "tools/call",
+            {"name": name, "arguments": arguments},
+            progress=progress,
+            inputs=inputs,
+            log=log,
+            span=name,
+            extra_meta=meta,
+        )
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        progress: ProgressFn | None = None,
+        inputs: Inputs | None = None,
+        log: LogFn | None = None,
+        span: str | None = None,
+        extra_meta: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One request of the server's (``tools/call``, ``resources/read``, ``prompts/get``,
+        ``completion/complete``): its result as sent (JSON), an input-required result
+        included. A server's ``-32021`` is :class:`~gateway.inputs.MissingCapability`."""
         session = self.session
         if session is None:
             raise self.unavailable()
@@ -922,22 +1087,42 @@ class Upstream:
         from mcp import MCPError
         from pydantic import ValidationError
 
-        process = self.process
+        params = dict(params)
+        key = secrets.token_urlsafe(12)
+        # What the client of the call can be asked: a 2026-07-28 server gets it where the
+        # protocol has it (_forwarding_capabilities), another gateway reads it here.
+        meta: dict[str, Any] = {
+            **(extra_meta or {}),
+            CALL: key,
+            FORWARDED_CAPABILITIES: required_capabilities(
+                set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
+            ),
+        }
+        params["_meta"] = meta
+        if self.modern:
+            # The client's level filters (gateway.asking): the server sends them all.
+            meta[t.LOG_LEVEL_META_KEY] = "debug"
+            if inputs is not None and (inputs.responses or inputs.state is not None):
+                if inputs.responses:
+                    params["inputResponses"] = dict(inputs.responses)
+                if inputs.state is not None:
+                    params["requestState"] = inputs.state
+        self._running[key] = (inputs or Inputs(), log)
         try:
-            with self._span(name) as span:
-                if process is not None:
-                    params: dict[str, Any] = {"name": name, "arguments": arguments}
-                    if meta:
-                        params["_meta"] = dict(meta)
-                    if span is not None:
+            with self._span(span) if span is not None else contextlib.nullcontext() as traced:
+                process = self.process
+                if process is not None and method == "tools/call" and not self.modern:
+                    # Straight to the pipe (ServerProcess.request): what the server asks
+                    # meanwhile still reaches the session's callbacks.
+                    if traced is not None:
                         from opentelemetry.propagate import inject
 
-                        inject(params.setdefault("_meta", {}))  # this span's trace context
-                    result = await process.request("tools/call", params, progress)
+                        inject(meta)  # this span's trace context
+                    result = await process.request(method, params, progress)
                     t.CallToolResult.model_validate(result, by_name=False)
                     return result
-                request = t.CallToolRequest(
-                    params=t.CallToolRequestParams(name=name, arguments=arguments)
+                request = _request_type(method).model_validate(
+                    {"method": method, "params": params}
                 )
                 on_progress: Any = progress
                 # The SDK puts the current trace context (this span's) in the request's _meta.
@@ -946,13 +1131,17 @@ class Upstream:
                 )
             return sent
         except MCPError as exc:
+            if exc.error.code == t.MISSING_REQUIRED_CLIENT_CAPABILITY:
+                raise MissingCapability.from_error(exc.error.data, self.name) from None
             raise self._refused(exc) from None
         except ValidationError:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
-                f"{self.title} answered with something that is not a tool result",
+                f"{self.title} answered {method} with something that is not its result",
                 retryable=False,
             ) from None
+        finally:
+            self._running.pop(key, None)
 
     def _span(self, tool: str) -> contextlib.AbstractContextManager[Any]:
         """With telemetry on, the call's child span: the request to this server."""
@@ -1026,6 +1215,56 @@ class Upstream:
         if self.process is not None and self.state is State.UP:
             out["pid"] = self.process.pid
         return out
+
+
+#: The revision a server mounted with ``protocol = "2026-07-28"`` is spoken to at.
+MODERN = "2026-07-28"
+
+
+def _request_type(method: str) -> Any:
+    """The SDK's model of a request :meth:`Upstream.request` sends (imported when used)."""
+    import mcp_types as t
+
+    return {
+        "tools/call": t.CallToolRequest,
+        "resources/read": t.ReadResourceRequest,
+        "prompts/get": t.GetPromptRequest,
+        "completion/complete": t.CompleteRequest,
+    }[method]
+
+
+@contextlib.asynccontextmanager
+async def _as_is(write: Any) -> AsyncIterator[Any]:
+    yield write
+
+
+@contextlib.asynccontextmanager
+async def _forwarding_capabilities(write: Any) -> AsyncIterator[Any]:
+    """A write stream that puts the capabilities :meth:`Upstream.request` forwards in place
+    of those the session stamps on every 2026-07-28 request (its own, which are not what the
+    client of the call can do): a server then asks only what that client can answer."""
+    from mcp.shared.message import SessionMessage
+
+    send, receive = anyio.create_memory_object_stream[SessionMessage](8)
+
+    async def relay() -> None:
+        async with receive:
+            async for item in receive:
+                params = getattr(item.message, "params", None)
+                meta = params.get("_meta") if isinstance(params, dict) else None
+                if isinstance(meta, dict) and FORWARDED_CAPABILITIES in meta:
+                    meta["io.modelcontextprotocol/clientCapabilities"] = meta.pop(
+                        FORWARDED_CAPABILITIES
+                    )
+                await write.send(item)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(relay)
+        try:
+            async with send:
+                yield send
+        finally:
+            tg.cancel_scope.cancel()
 
 
 class _Raw:

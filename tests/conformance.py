@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import re
 import subprocess
@@ -27,10 +28,79 @@ NODE_VERSION = "22.23.3"
 SUITE_VERSION = "0.2.0-alpha.12"
 REVISION = "2026-07-28"
 
+#: The scenarios 2026-07-28 requires of a server (test_conformance.py checks it against the
+#: suite's own list).
+REQUIRED = [
+    "server-stateless",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "sep-2164-resource-not-found",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "completion-complete",
+    "caching",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+]
+
 _SUITE_PACKAGE = Path("node_modules", "@modelcontextprotocol", "conformance")
 #: How the suite names a scenario's folder: ``server-`` + name + ``-`` + ISO time with ``:`` and
 #: ``.`` made ``-``.
 _RESULT_DIR = re.compile(r"^server-(?P<name>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+
+
+#: The test-support plugin implementing the suite's fixtures (testing/conformance), by the
+#: entry point a deployment that serves it declares.
+FIXTURES_PLUGIN = "conformance"
+FIXTURES_ENTRY_POINT = "gateway_conformance_testing.plugin:plugin"
+
+
+def fixtures_site(folder: Path) -> Path:
+    """A folder to put on ``PYTHONPATH`` that makes the fixtures' plugin (installed by
+    ``dev.py test``, with no entry point of its own) a plugin of that gateway: a distribution
+    record declaring its entry point, as importlib.metadata reads one."""
+    info = folder / "conformance_fixtures-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: conformance-fixtures\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[mcp_gateway.plugins]\n{FIXTURES_PLUGIN} = {FIXTURES_ENTRY_POINT}\n", encoding="utf-8"
+    )
+    return folder
+
+
+def with_fixtures(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """``env`` of a gateway that also serves the fixtures' plugin (see :func:`fixtures_site`)."""
+    path = [str(fixtures_site(folder)), env.get("PYTHONPATH", "")]
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
 
 
 @dataclass(frozen=True)

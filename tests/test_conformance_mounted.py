@@ -1,9 +1,17 @@
-"""The official conformance suite through a mounted server (issue 37): ``serve --transport
-http`` fronting a server that passes the tool scenarios passes them as that server does alone.
+"""The official conformance suite through mounted servers: ``serve --transport http`` fronting
+a server that passes scenarios passes them as that server does alone.
 
-The server (``conformance_upstream.py``) is measured twice in one module: served by itself over
-Streamable HTTP, and mounted over stdio behind the gateway, which the suite then speaks to over
-its own HTTP transport (the 2026-07-28 wire; the gateway talks 2025-11-25 to the server).
+- Issue 37, the tool scenarios: the server (``conformance_upstream.py``) is measured served by
+  itself over Streamable HTTP, and mounted over stdio behind the gateway, which the suite then
+  speaks to over its own HTTP transport (the 2026-07-28 wire; the gateway talks 2025-11-25 to
+  the server).
+- Issue 38, every required scenario: a second gateway serving the test-support plugin of the
+  suite's fixtures (testing/conformance), which passes all 37 by itself (test_conformance.py),
+  mounted over stdio: its resources, templates, prompts, completions and input requests pass
+  through the front gateway, whether it is mounted at 2026-07-28 (``protocol =
+  "2026-07-28"``: its input-required results are passed on) or at the default 2025-11-25 (it
+  asks over its own connection mid-call; the front parks the call and asks the 2026-07-28
+  client with input-required results, gateway.asking.Parking).
 """
 
 from __future__ import annotations
@@ -17,7 +25,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conformance import Run, Suite, conformance_suite, run_server_suite
+from conformance import (
+    FIXTURES_PLUGIN,
+    REQUIRED,
+    Run,
+    Suite,
+    conformance_suite,
+    fixtures_site,
+    run_server_suite,
+)
 from conftest import gateway_env
 from wire import HttpServer, free_port
 
@@ -151,3 +167,39 @@ def test_a_2026_call_streams_progress_to_a_client_that_takes_event_streams(
     # A client that takes JSON only gets the result as before, without the progress.
     assert plain.headers["content-type"].startswith("application/json")
     assert plain.json()["result"]["content"][0]["text"] == "Progress complete"
+
+
+# -- every required scenario, through a gateway mounting a gateway ------------------------------------
+
+
+def front(tmp: Path, protocol: str | None) -> HttpServer:
+    """A gateway serving nothing of its own but a second gateway, mounted over stdio, that
+    serves the fixtures' plugin."""
+    site = fixtures_site(tmp / "site")
+    protocol_line = f'protocol = "{protocol}"\n' if protocol else ""
+    (tmp / "gw.toml").write_text(
+        "[servers.fixtures]\n"
+        f'command = "{sys.executable}"\n'
+        'args = ["-m", "gateway.cli", "serve"]\n'
+        f'env = {{ PYTHONPATH = "{site}", MCP_GATEWAY_PLUGINS = "{FIXTURES_PLUGIN}" }}\n'
+        + protocol_line
+    )
+    env = gateway_env(MCP_GATEWAY_CONFIG=str(tmp / "gw.toml"), MCP_GATEWAY_PLUGINS="servers")
+    return HttpServer(tmp, env)
+
+
+@pytest.fixture(scope="module", params=["2026-07-28", None], ids=["2026-mount", "2025-mount"])
+def through_a_mount(
+    request: pytest.FixtureRequest, suite: Suite, tmp_path_factory: pytest.TempPathFactory
+) -> Run:
+    cwd = tmp_path_factory.mktemp("gateway-behind-gateway")
+    with front(cwd, request.param) as server:
+        return run_server_suite(suite, f"{server.url}/mcp", cwd / "results")
+
+
+@pytest.mark.parametrize("scenario", REQUIRED)
+def test_a_gateway_fronting_a_gateway_passes_every_required_scenario(
+    through_a_mount: Run, scenario: str
+) -> None:
+    result = through_a_mount.scenarios[scenario]
+    assert result.passed, "\n".join(result.failures())

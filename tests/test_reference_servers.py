@@ -244,6 +244,40 @@ async def test_trigger_long_running_operation_reports_progress_through_the_gatew
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
+async def test_server_everythings_resources_templates_prompts_and_completions_pass_through(
+    bin_dir, tmp_path
+):
+    """Issue 38: what the server offers besides tools reaches a client of the gateway."""
+    import mcp_types as t
+
+    from gateway.testing import gateway_client
+
+    gw = mounting(tmp_path, {"everything": reference(bin_dir, tmp_path)["everything"]})
+    async with gw:
+        await answered(gw)
+        async with gateway_client(gw) as client:
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            static = await client.read_resource(resources[0].uri)
+            dynamic = await client.read_resource("demo://resource/dynamic/text/7")
+            simple = await client.get_prompt("simple-prompt", {})
+            city = await client.get_prompt("args-prompt", {"city": "Lyon"})
+            department = await client.complete(
+                t.PromptReference(type="ref/prompt", name="completable-prompt"),
+                {"name": "department", "value": "E"},
+            )
+    assert [r.uri for r in resources][:1] == ["demo://resource/static/document/architecture.md"]
+    assert {x.uri_template for x in templates} >= {"demo://resource/dynamic/text/{resourceId}"}
+    assert {"simple-prompt", "args-prompt", "completable-prompt"} <= prompts
+    assert static.contents[0].text.startswith("# Everything Server")
+    assert dynamic.contents[0].uri == "demo://resource/dynamic/text/7"
+    assert simple.messages and "Lyon" in json.dumps(city.model_dump(mode="json"))
+    assert department.completion.values and all(
+        v.startswith("E") for v in department.completion.values
+    )
+
+
 def start_http_everything(bin_dir: Path, port: int, cwd: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [str(bin_dir / "mcp-server-everything"), "streamableHttp"],

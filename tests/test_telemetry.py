@@ -303,11 +303,13 @@ async def test_background_checks_of_an_open_breaker_belong_to_no_call(traced, or
 async def test_the_gateways_span_replaces_the_sdks_and_off_removes_it(tmp_path, orch):
     rec = TelemetryRecorder()
     on = build_server(_gateway(tmp_path, orch, rec))
-    [middleware] = on.middleware
+    # The gateway's span outermost, then the check of request state (gateway.asking).
+    middleware, boundary = on.middleware
     assert type(middleware).__name__ != "OpenTelemetryMiddleware"
+    assert type(boundary).__name__ == "RequestStateBoundary"
     off = _gateway(tmp_path, orch)
     assert off.telemetry is OFF
-    assert build_server(off).middleware == []
+    assert [type(m).__name__ for m in build_server(off).middleware] == ["RequestStateBoundary"]
 
 
 async def test_health_checks_outside_a_call_are_not_traced_inside_one_they_are(traced):

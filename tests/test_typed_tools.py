@@ -190,7 +190,8 @@ async def test_names_declared_inside_a_function_and_positional_only_parameters(t
         ),
         (
             "async def f(a: int) -> int: 'x'",
-            "returns int; return a pydantic model (it is published as the outputSchema) or a dict",
+            "returns int; return a pydantic model (it is published as the outputSchema), a dict, "
+            "a ToolResult or InputRequired",
         ),
         (
             "async def f(_a: int) -> dict: 'x'",

@@ -224,7 +224,7 @@ def test_a_fresh_venv_from_the_wheels_serves_the_chosen_plugins(wheels, deployme
 def _tutorial_commands() -> list[str]:
     """The shell commands of the tutorial's "Install and run" block, comments cut off."""
     doc = (REPO / "docs" / "plugins" / "tutorial.md").read_text()
-    section = doc.split("## 5. Install and run", 1)[1]
+    section = doc.split("## 6. Install and run", 1)[1]
     block = re.search(r"```bash\n(.*?)\n```", section, re.S)
     assert block is not None, "the tutorial's install block"
     return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines() if line.strip()]

@@ -8,7 +8,11 @@ crash, flood, show what arrived. ``python upstream_server.py CONFIG.json``; the 
 - ``start_delay``: seconds before it reads anything (a server that is slow to start);
 - ``journal``: a file that gets one JSON line per message received (``_meta``, cancellations);
 - ``exit_after``: exit with this status after answering ``tools/list`` once;
-- ``stderr``: a line it writes to stderr when it starts.
+- ``stderr``: a line it writes to stderr when it starts;
+- ``resources``, ``templates``, ``prompts``: what it lists of those (declared only when given);
+  a resource with ``text`` is read as that text, any other URI (a template's) as the URI
+  itself; a prompt answers a user message ``<name>: <arguments as JSON>``; a completion
+  answers ``completions`` (by argument name).
 
 A tool with an ``error`` (``{"code", "message"}``) answers every call with that JSON-RPC error.
 
@@ -16,7 +20,9 @@ Tools by name: ``echo`` (its arguments as text), ``sleep`` (``seconds``; progres
 when asked), ``add_tool`` (lists one more tool, ``added``, and says so), ``crash`` (exits 3),
 ``flood`` (one line of ``bytes`` bytes), ``env`` (its environment as JSON), ``meta`` (the
 request's ``_meta``), ``fail`` (an ``isError`` result with the text given), ``spawn`` (starts
-a child process that sleeps, and answers its pid).
+a child process that sleeps, and answers its pid), ``ask`` (asks the client ``method`` with
+``params`` over its connection, a 2025 server-to-client request, and answers what came back,
+as JSON; with ``progress_after``, it reports progress once answered), ``log`` (sends ``notifications/message`` at ``level`` with ``data``, then answers).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ with open(sys.argv[1], encoding="utf-8") as fh:
 tools: list[dict] = list(config.get("tools", []))
 lock = threading.Lock()
 cancelled: set = set()
+#: the server's own requests to the client, waiting for their answers
+asked: dict = {}
 
 
 def send(message: dict) -> None:
@@ -110,6 +118,38 @@ def call(ident: object, params: dict) -> None:
         result = text(json.dumps(meta, sort_keys=True))
     elif name == "fail":
         result = text(str(args.get("text", "failed")), error=True)
+    elif name == "ask":
+        waiting = threading.Event()
+        key = f"ask-{ident}"
+        asked[key] = [waiting, None]
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": key,
+                "method": args.get("method", "elicitation/create"),
+                "params": args.get("params", {}),
+            }
+        )
+        waiting.wait(30)
+        token = meta.get("progressToken")
+        if args.get("progress_after") and token is not None:  # reported once it was answered
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1, "message": "answered"},
+                }
+            )
+        result = text(json.dumps(asked.pop(key)[1], sort_keys=True))
+    elif name == "log":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": args.get("level", "warning"), "data": args.get("data", "")},
+            }
+        )
+        result = text("logged")
     elif name == "spawn":
         import subprocess
 
@@ -134,12 +174,47 @@ def main() -> None:
         method = message.get("method")
         ident = message.get("id")
         params = message.get("params") or {}
-        if method == "initialize":
+        if method is None and ident in asked:  # the client's answer to our own request
+            asked[ident][1] = message.get("result", message.get("error"))
+            asked[ident][0].set()
+        elif method == "initialize":
+            capabilities: dict = {"tools": {"listChanged": True}}
+            if "resources" in config or "templates" in config:
+                capabilities["resources"] = {}
+            if "prompts" in config:
+                capabilities["prompts"] = {}
+                capabilities["completions"] = {}
             result = {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "upstream-fixture", "version": "1.0"},
             }
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "resources/list":
+            listed_resources = [
+                {k: v for k, v in r.items() if k != "text"} for r in config.get("resources", [])
+            ]
+            send({"jsonrpc": "2.0", "id": ident, "result": {"resources": listed_resources}})
+        elif method == "resources/templates/list":
+            result = {"resourceTemplates": config.get("templates", [])}
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "resources/read":
+            uri = params.get("uri")
+            found = next((r for r in config.get("resources", []) if r["uri"] == uri), None)
+            body = found["text"] if found and "text" in found else f"read {uri}"
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body}]}
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "prompts/list":
+            send({"jsonrpc": "2.0", "id": ident, "result": {"prompts": config.get("prompts", [])}})
+        elif method == "prompts/get":
+            said = (
+                f"{params.get('name')}: {json.dumps(params.get('arguments') or {}, sort_keys=True)}"
+            )
+            message_out = {"role": "user", "content": {"type": "text", "text": said}}
+            send({"jsonrpc": "2.0", "id": ident, "result": {"messages": [message_out]}})
+        elif method == "completion/complete":
+            values = config.get("completions", {}).get(params["argument"]["name"], [])
+            result = {"completion": {"values": values, "total": len(values), "hasMore": False}}
             send({"jsonrpc": "2.0", "id": ident, "result": result})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})

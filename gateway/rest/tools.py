@@ -79,6 +79,8 @@ class RestContext(ToolContext[SettingsT]):
             tool=ctx.tool,
             correlation_id=ctx.correlation_id,
             _progress=ctx._progress,
+            inputs=ctx.inputs,
+            _log=ctx._log,
             backend=backend,
             arguments=arguments,
         )

@@ -223,6 +223,9 @@ class FakeBackend:
         self._port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        #: while refusing, the port stays bound (never listening), so that no other server,
+        #: another fake backend of the same test included, is given it meanwhile
+        self._held: socket.socket | None = None
         self._connections: set[socket.socket] = set()
         self._overrides: list[_Override] = []
         self._closed = False
@@ -244,6 +247,7 @@ class FakeBackend:
             self._cond.notify_all()
             self._stop_listening()
             self._cut_connections()
+            self._release()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -288,6 +292,22 @@ class FakeBackend:
             self._server.server_close()
             self._server = None
 
+    def _hold(self) -> None:
+        """Keep the port: bound but not listening, a connection to it is refused."""
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            held.bind(("127.0.0.1", self._port))
+        except OSError:  # taken already: nothing to hold
+            held.close()
+            return
+        self._held = held
+
+    def _release(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
     def _cut_connections(self) -> None:
         for conn in list(self._connections):
             with contextlib.suppress(OSError):
@@ -313,7 +333,9 @@ class FakeBackend:
             if new is FaultMode.REFUSE and old is not FaultMode.REFUSE:
                 self._stop_listening()
                 self._cut_connections()
+                self._hold()
             elif old is FaultMode.REFUSE and new is not FaultMode.REFUSE:
+                self._release()
                 self._listen()
             self._cond.notify_all()
 

@@ -3,7 +3,7 @@
 The keys of an ``mcpServers`` entry of Claude Code's ``.mcp.json`` and Claude Desktop's config
 (``command``, ``args``, ``env``, ``cwd``; ``type = "http"``, ``url``, ``headers``) plus the
 gateway's own (``tools``, ``deny_tools``, ``prefix``, ``tiers``, ``timeout``, ``enabled``,
-``pin``, ``list_wait``). A string may hold ``${NAME}`` or ``${NAME:-default}`` (in
+``pin``, ``list_wait``, ``protocol``). A string may hold ``${NAME}`` or ``${NAME:-default}`` (in
 ``command``, ``args``, ``env``, ``cwd``, ``url`` and ``headers``, as Claude Code expands them);
 the config file also takes ``{ "$env" = "NAME" }`` (resolved by the core). Every mistake is a
 :class:`~gateway.config.ConfigError` of one line: where, which server and key, what is wrong,
@@ -64,6 +64,9 @@ class ServerTable(BaseModel):
     )
     list_wait: float = Field(
         5.0, ge=0, allow_inf_nan=False, description="Seconds a first listing waits for it"
+    )
+    protocol: Literal["2025-11-25", "2026-07-28"] = Field(
+        "2025-11-25", description="The revision it is spoken to at (2026-07-28: server/discover)"
     )
 
     @model_validator(mode="after")
@@ -165,6 +168,7 @@ def server_spec(
         pin=parsed.pin,
         list_wait=parsed.list_wait,
         origin=where,
+        protocol=parsed.protocol,
     )
 
 

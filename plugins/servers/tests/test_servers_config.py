@@ -42,6 +42,7 @@ def test_a_stdio_table_has_the_keys_of_an_mcp_json_entry_and_the_gateways_own() 
             "timeout": 10,
             "pin": "approve",
             "list_wait": 2,
+            "protocol": "2026-07-28",
         },
         {"HOME": "/home/me"},
         where="gw.toml:3",
@@ -58,6 +59,7 @@ def test_a_stdio_table_has_the_keys_of_an_mcp_json_entry_and_the_gateways_own() 
     )
     assert spec.tiers == {"read_file": Tier.READ}
     assert (spec.timeout, spec.pin, spec.list_wait, spec.origin) == (10, "approve", 2, "gw.toml:3")
+    assert spec.protocol == "2026-07-28"
 
 
 def test_an_http_table_takes_url_and_headers() -> None:
@@ -95,6 +97,10 @@ def test_an_http_table_takes_url_and_headers() -> None:
         (
             {"command": "x", "pin": "never"},
             "gw.toml:3: [servers.fs] pin: must be one of first-use, approve",
+        ),
+        (
+            {"command": "x", "protocol": "2026"},
+            "gw.toml:3: [servers.fs] protocol: must be one of 2025-11-25, 2026-07-28",
         ),
         (
             {"command": "x", "prefix": "a b"},

@@ -1,0 +1,197 @@
+"""What a mounted MCP server offers besides tools: its resources, resource templates and prompts.
+
+Each time a server lists (:meth:`gateway.mounts.Mounts._apply`) they are put in the gateway's
+registries under the rules its tools follow:
+
+- **names**: the server's ``prefix`` goes before each prompt's name and each resource's and
+  template's ``name`` (a URI is the resource itself and stays as the server wrote it); calls
+  upstream use the server's own names and URIs;
+- **collisions**: a prompt name, URI or URI template another source (a plugin, another
+  server) has too is served by neither, and both report it; one the server lists twice is
+  noted and served once;
+- **read tier**: reading a resource and getting a prompt are calls of the read tier through
+  the pipeline's layers (:meth:`gateway.pipeline.Pipeline.serve`): the OAuth read scope, the
+  audit where reads are audited, the server's breaker and timeout, the sanitizer (configured
+  secrets redacted from what comes back) and the size bound; what the server asks the client
+  first (an input-required result) is asked through the gateway;
+- **completions** of a prompt's arguments and a template's variables are asked of the server.
+
+Their definitions are not pinned (only tools are: they are what the model is told to call).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .pipeline import McpResult
+from .prompts import PromptContext, PromptRegistry, PromptSpec, RegisteredPrompt
+from .registry import RegisteredTool
+from .resources import RegisteredResource, ResourceRegistry
+from .spec import PluginContext, ServerSpec, Tier, ToolContext, ToolSpec
+from .upstream import Listing, Upstream
+
+log = logging.getLogger("gateway.mounts")
+
+
+class _Passed(BaseModel):
+    """Arguments checked by the server itself."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def mount_extras(
+    spec: ServerSpec,
+    listing: Listing,
+    plugin: PluginContext[Any],
+    upstream: Upstream,
+    resources: ResourceRegistry,
+    prompts: PromptRegistry,
+) -> tuple[list[str], list[str], list[str]]:
+    """Put the server's resources, templates and prompts in the registries (its earlier ones
+    out); the URIs and templates served, the prompt names, and notes for the operator."""
+    notes: list[str] = []
+    items: dict[str, RegisteredResource] = {}
+    for listed in listing.resources:
+        uri, name = listed.get("uri"), listed.get("name")
+        if not isinstance(uri, str) or not isinstance(name, str) or not uri:
+            notes.append("a resource without a uri or name is not served")
+            continue
+        published = {**listed, "name": spec.prefix + name}
+        read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read")
+        _add(items, RegisteredResource(uri, published, read, spec.name), notes)
+    for listed in listing.templates:
+        template, name = listed.get("uriTemplate"), listed.get("name")
+        if not isinstance(template, str) or not isinstance(name, str) or not template:
+            notes.append("a resource template without a uriTemplate or name is not served")
+            continue
+        try:
+            from mcp.shared.uri_template import UriTemplate
+
+            UriTemplate.parse(template)
+        except ValueError:
+            notes.append(f"resource template {template[:120]!r} is not an RFC 6570 template")
+            continue
+        published = {**listed, "name": spec.prefix + name}
+        read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read")
+        item = RegisteredResource(
+            template,
+            published,
+            read,
+            spec.name,
+            template=True,
+            complete=_completer(upstream, {"type": "ref/resource", "uri": template}),
+        )
+        _add(items, item, notes)
+    resources.remove_plugin(spec.name)
+    resources.add_all(list(items.values()))
+
+    mounted: dict[str, RegisteredPrompt] = {}
+    for listed in listing.prompts:
+        original = listed.get("name")
+        if not isinstance(original, str) or not original:
+            notes.append("a prompt without a name is not served")
+            continue
+        made = _prompt(spec, listed, original, upstream, plugin)
+        if made.name in mounted:
+            notes.append(f"it lists prompt {original!r} twice; it is served once")
+        mounted[made.name] = made
+    prompts.remove_plugin(spec.name)
+    prompts.claim_all(list(mounted.values()))
+    return list(items), list(mounted), notes
+
+
+def _add(items: dict[str, RegisteredResource], item: RegisteredResource, notes: list[str]) -> None:
+    if item.key in items:
+        notes.append(f"it lists {item.key[:120]!r} twice; it is served once")
+    items[item.key] = item
+
+
+def _read_tool(
+    spec: ServerSpec,
+    name: str,
+    upstream: Upstream,
+    plugin: PluginContext[Any],
+    method: str,
+    prompt: str | None = None,
+) -> RegisteredTool:
+    """The read-tier call that asks the server: ``resources/read`` of the URI it is given
+    (``{"uri": …}``), or ``prompts/get`` of ``prompt`` (``{"arguments": …}``); under the
+    server's breaker and timeout."""
+
+    async def ask(args: Any, ctx: ToolContext[Any]) -> McpResult:
+        given = dict(args)
+        if prompt is None:
+            params: dict[str, Any] = {"uri": given["uri"]}
+        else:
+            params = {"name": prompt, "arguments": given.get("arguments") or {}}
+        result = await upstream.request(method, params, inputs=ctx.inputs, log=ctx.log)
+        return McpResult(result)
+
+    tool_spec: ToolSpec[Any] = ToolSpec(
+        name=name,
+        description=f"{method} of MCP server {spec.name}",
+        input_model=_Passed,
+        handler=ask,
+        tier=Tier.READ,
+        timeout=spec.timeout,
+        backend=spec.name,
+    )
+    return RegisteredTool(
+        spec=tool_spec,
+        tier=Tier.READ,
+        plugin=plugin,
+        input_schema={"type": "object"},
+        output_schema=None,
+        description=tool_spec.description,
+        annotations={"title": name},
+    )
+
+
+def _prompt(
+    spec: ServerSpec,
+    listed: dict[str, Any],
+    original: str,
+    upstream: Upstream,
+    plugin: PluginContext[Any],
+) -> RegisteredPrompt:
+    name = spec.prefix + original
+
+    def unused(args: Any, ctx: PromptContext) -> str:  # the read tool gets it instead
+        raise AssertionError("a mounted prompt is got through its read tool")
+
+    arguments = [
+        {
+            "name": str(a.get("name")),
+            "description": a.get("description"),
+            "required": bool(a.get("required")),
+        }
+        for a in listed.get("arguments") or []
+        if isinstance(a, dict) and isinstance(a.get("name"), str)
+    ]
+    prompt_spec = PromptSpec(
+        name=name,
+        description=str(listed.get("description") or "").strip() or name,
+        arguments=_Passed,
+        render=unused,
+        title=listed.get("title") if isinstance(listed.get("title"), str) else None,
+        complete=_completer(upstream, {"type": "ref/prompt", "name": original}),
+    )
+    read = _read_tool(spec, name, upstream, plugin, "prompts/get", prompt=original)
+    return RegisteredPrompt(prompt_spec, plugin, arguments, tool=read)
+
+
+def _completer(upstream: Upstream, ref: dict[str, Any]) -> Any:
+    """Asks the server to complete an argument of ``ref`` (a prompt or a template)."""
+
+    async def complete(name: str, value: str, arguments: Any) -> list[str]:
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": name, "value": value}}
+        if arguments:
+            params["context"] = {"arguments": dict(arguments)}
+        result = await upstream.request("completion/complete", params)
+        values = (result.get("completion") or {}).get("values") or []
+        return [str(v) for v in values if isinstance(v, str | int | float)]
+
+    return complete
