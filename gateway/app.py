@@ -22,8 +22,8 @@ from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .instructions import build_instructions
-from .limits import build_limiter
 from .isolation import Workers
+from .limits import build_limiter
 from .mounts import Mounts
 from .pipeline import CallResult, build_pipeline
 from .plugins import (
