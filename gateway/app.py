@@ -25,8 +25,8 @@ from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .inputs import NO_INPUTS, InputRequired, Inputs
 from .instructions import build_instructions
-from .limits import build_limiter
 from .isolation import Workers
+from .limits import build_limiter
 from .mounts import Mounts
 from .pipeline import CallResult, build_pipeline
 from .plugins import (

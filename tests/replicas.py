@@ -141,6 +141,9 @@ class Deployment:
                 "PYTHONPATH": path,
                 "MCP_GATEWAY_TOKEN": TOKEN,
                 "MCP_GATEWAY_PLUGINS": "tally",
+                # The throw-away plugin reads the replica's name and its file from the
+                # environment, which a worker process is never given: it runs in process.
+                "MCP_GATEWAY_ISOLATE": "none",
                 "MCP_GATEWAY_REPLICA_NAME": name,
                 "TALLY_FILE": str(self.effects_file),
             }
