@@ -1121,9 +1121,7 @@ class Upstream:
                     result = await process.request(method, params, progress)
                     t.CallToolResult.model_validate(result, by_name=False)
                     return result
-                request = _request_type(method).model_validate(
-                    {"method": method, "params": params}
-                )
+                request = _request_type(method).model_validate({"method": method, "params": params})
                 on_progress: Any = progress
                 # The SDK puts the current trace context (this span's) in the request's _meta.
                 sent: dict[str, Any] = await session.send_request(
