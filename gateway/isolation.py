@@ -112,6 +112,7 @@ class WorkerRecord(ServerRecord):
     """An isolated plugin, reported among the plugins like one in process."""
 
     pinned: ClassVar[bool] = False
+    lists_extras: ClassVar[bool] = False
     runs: str = "worker"
     distribution: str = ""
     #: what it was handed (settings tables, variables), handed again when it restarts

@@ -284,6 +284,9 @@ class ServerRecord(PluginRecord):
     #: its definitions are pinned and approved (``servers approve``); a plugin's worker's
     #: are installed code, not pinned
     pinned: ClassVar[bool] = True
+    #: its resources, templates and prompts come with its listing (gateway.mounted); a
+    #: plugin's worker's prompts come with its load answer instead (gateway.isolation)
+    lists_extras: ClassVar[bool] = True
 
     @property
     def label(self) -> str:
@@ -502,14 +505,16 @@ class Mounts:
         record.held = screened.held
         self.registry.hold(record.name, screened.held)
         assert record.context is not None
-        record.resources, record.prompts, extra = mount_extras(
-            record.upstream.spec,
-            record.listing,
-            record.context,
-            record.upstream,
-            self.loader.resources,
-            self.loader.prompts,
-        )
+        extra: list[str] = []
+        if record.lists_extras:
+            record.resources, record.prompts, extra = mount_extras(
+                record.upstream.spec,
+                record.listing,
+                record.context,
+                record.upstream,
+                self.loader.resources,
+                self.loader.prompts,
+            )
         record.notes = screened.notes + extra
         record.reason = None
         self.loader.refresh_withheld()

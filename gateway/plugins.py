@@ -70,6 +70,7 @@ FIRST_PARTY = frozenset(
                 "servers",
                 "gitea-testing",
                 "orchestrator-testing",
+                "conformance-testing",
                 "bookmarks",
                 "notes",
             )

@@ -143,6 +143,9 @@ class ServerProcess:
         self._waiting: dict[str, _Answer] = {}
         self._sent = 0
         self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
+        #: where its log messages go, read in line with the answers: a message sent during a
+        #: call reaches the call's client before the call's answer is taken
+        self.on_log: Callable[[Any], Awaitable[None]] | None = None
 
     async def request(
         self, method: str, params: dict[str, Any], progress: ProgressFn | None = None
@@ -493,6 +496,9 @@ async def open_process(
             # Not the protocol (a stray print on stdout): the line is dropped, the server goes on.
             server_log.warning("wrote a line to stdout that is not a JSON-RPC message")
             return
+        if handle.on_log is not None and data.get("method") == "notifications/message":
+            await handle.on_log(data.get("params"))
+            return
         await to_session.send(SessionMessage(message))
 
     async def write_stdin() -> None:
@@ -828,6 +834,7 @@ class Upstream:
                 stdin_grace=self._stdin_grace,
             ) as (process, read, write):
                 self.process = process
+                process.on_log = self._on_pipe_log
 
                 async def watch() -> None:
                     await process.closed.wait()
@@ -947,6 +954,17 @@ class Upstream:
             if self.spec.url is not None:  # HTTP: the connection is to be made again
                 self.reason = self._why(message)
                 self._broken.set()
+
+    async def _on_pipe_log(self, params: Any) -> None:
+        """A stdio server's ``notifications/message`` as its reader parsed it."""
+        import mcp_types as t
+        from pydantic import ValidationError
+
+        try:
+            checked = t.LoggingMessageNotificationParams.model_validate(params, by_name=False)
+        except ValidationError:
+            return
+        await self._on_log(checked)
 
     async def _on_log(self, params: Any) -> None:
         """A server's ``notifications/message``: into the gateway's log, and to the client of
@@ -1135,7 +1153,9 @@ class Upstream:
         except ValidationError:
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
-                f"{self.title} answered {method} with something that is not its result",
+                f"{self.title} answered with something that is not a tool result"
+                if method == "tools/call"
+                else f"{self.title} answered {method} with something that is not its result",
                 retryable=False,
             ) from None
         finally:

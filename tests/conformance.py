@@ -98,9 +98,15 @@ def fixtures_site(folder: Path) -> Path:
 
 
 def with_fixtures(env: dict[str, str], folder: Path) -> dict[str, str]:
-    """``env`` of a gateway that also serves the fixtures' plugin (see :func:`fixtures_site`)."""
+    """``env`` of a gateway that also serves the fixtures' plugin (see :func:`fixtures_site`),
+    in process (its distribution record is not this project's, so by default it would run in a
+    worker of its own)."""
     path = [str(fixtures_site(folder)), env.get("PYTHONPATH", "")]
-    return {**env, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+    return {
+        "MCP_GATEWAY_ISOLATE": "none",
+        **env,
+        "PYTHONPATH": os.pathsep.join(p for p in path if p),
+    }
 
 
 @dataclass(frozen=True)

@@ -181,8 +181,8 @@ def front(tmp: Path, protocol: str | None) -> HttpServer:
         "[servers.fixtures]\n"
         f'command = "{sys.executable}"\n'
         'args = ["-m", "gateway.cli", "serve"]\n'
-        f'env = {{ PYTHONPATH = "{site}", MCP_GATEWAY_PLUGINS = "{FIXTURES_PLUGIN}" }}\n'
-        + protocol_line
+        f'env = {{ PYTHONPATH = "{site}", MCP_GATEWAY_PLUGINS = "{FIXTURES_PLUGIN}", '
+        'MCP_GATEWAY_ISOLATE = "none" }\n' + protocol_line
     )
     env = gateway_env(MCP_GATEWAY_CONFIG=str(tmp / "gw.toml"), MCP_GATEWAY_PLUGINS="servers")
     return HttpServer(tmp, env)
