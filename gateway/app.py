@@ -39,8 +39,10 @@ from .plugins import (
 )
 from .policy import Policy
 from .prompts import (
+    WORD_SPLITTING_CLIENTS,
     PromptRegistry,
     RegisteredPrompt,
+    command_words,
     complete_argument,
     render_messages,
     render_prompt,
@@ -180,6 +182,7 @@ class Gateway:
             self.prompts,
             self.sanitizer,
         )
+        self.workers.offered = lambda: frozenset(t.name for t in self.visible_tools())
         self.loader.isolate = self.workers.add
         builtin = object_sources({BUILTIN: _StatusPlugin(self)})
         self.loader.load_all(sources, builtin=builtin)
@@ -411,9 +414,10 @@ class Gateway:
                 f"unknown prompt {str(name)[:80]!r}; list the prompts to see what exists",
             )
         if prompt.tool is not None:  # a mounted server's: a read-tier call through the pipeline
-            result = await self.pipeline.serve(
-                prompt.tool, {"arguments": dict(arguments or {})}, inputs=inputs
-            )
+            arguments = dict(arguments or {})
+            if client in WORD_SPLITTING_CLIENTS:  # an isolated plugin's prompt may say free_text
+                arguments = command_words(prompt, arguments)
+            result = await self.pipeline.serve(prompt.tool, {"arguments": arguments}, inputs=inputs)
             if result.input_required is not None:
                 return result.input_required
             if result.is_error or result.mcp is None:
@@ -464,7 +468,8 @@ class Gateway:
             source = found[0].plugin if found is not None else None
         record = self.mounts.records.get(source) if source is not None else None
         upstream = record.upstream if record is not None else None
-        return upstream is not None and not upstream.modern
+        # A plugin's worker asks with input-required results, as a plugin in process does.
+        return upstream is not None and not upstream.modern and not upstream.answers_inputs
 
     # -- resources ------------------------------------------------------------------------------
 

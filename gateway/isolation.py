@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from .config import GatewayConfig, field_env_names
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor
+from .mounted import mount_extras
 from .mounts import (
     MountedTool,
     Mounts,
@@ -52,9 +53,9 @@ from .mounts import (
     UpstreamArguments,
     mutation_paragraph,
 )
-from .pipeline import Shaped
+from .pipeline import McpResult, Shaped
 from .plugins import PluginLoader, PluginRecord, PluginSource, PluginState
-from .prompts import PromptContext, PromptRegistry, PromptSpec, RegisteredPrompt
+from .prompts import PromptRegistry
 from .registry import Registry, compile_schema
 from .spec import (
     TOOL_NAME,
@@ -97,6 +98,31 @@ _LEVELS = {name: getattr(logging, name) for name in ("DEBUG", "INFO", "WARNING",
 _LEVELS["CRITICAL"] = logging.CRITICAL
 
 
+def _said(error: Any) -> GatewayError | None:
+    """An error a worker answered with: the plugin's own, as the gateway's pipeline takes it
+    (its code, message and details, cleaned by the pipeline as any), when it says one."""
+    data = error.data
+    said = data.get(PRIVATE) if isinstance(data, dict) else None
+    if not isinstance(said, dict) or said.get("code") not in ErrorCode.__members__:
+        return None
+    details = said.get("details")
+    retryable = said.get("retryable")
+    return WorkerSaid(
+        ErrorCode(said["code"]),
+        str(said.get("message") or ""),
+        retryable=retryable if isinstance(retryable, bool) else None,
+        details=details if isinstance(details, dict) else None,
+        backend_down=said.get("backend_down") is True,
+    )
+
+
+def _without_private(result: dict[str, Any]) -> dict[str, Any]:
+    meta = result.get("_meta")
+    out = {k: v for k, v in result.items() if k != "_meta"}
+    rest = {k: v for k, v in meta.items() if k != PRIVATE} if isinstance(meta, dict) else {}
+    return {**out, "_meta": rest} if rest else out
+
+
 def worker_environment(env: dict[str, str]) -> dict[str, str]:
     """What a worker's process starts with, of the gateway's environment ``env`` (on top of
     :data:`~gateway.upstream.INHERITED`, which every stdio process gets)."""
@@ -112,7 +138,6 @@ class WorkerRecord(ServerRecord):
     """An isolated plugin, reported among the plugins like one in process."""
 
     pinned: ClassVar[bool] = False
-    lists_extras: ClassVar[bool] = False
     runs: str = "worker"
     distribution: str = ""
     #: what it was handed (settings tables, variables), handed again when it restarts
@@ -152,6 +177,22 @@ class WorkerRecord(ServerRecord):
         assert self.workers is not None
         return self.workers.screen(self, listed)
 
+    def mount_extras(self, mounts: Mounts) -> tuple[list[str], list[str], list[str]]:
+        """Its prompts, resources and templates, as a mounted server's are, with what a
+        plugin in process has besides (see :mod:`gateway.mounted`)."""
+        assert self.upstream is not None and self.listing is not None
+        assert self.context is not None and self.workers is not None
+        return mount_extras(
+            self.upstream.spec,
+            self.listing,
+            self.context,
+            self.upstream,
+            mounts.loader.resources,
+            mounts.loader.prompts,
+            private=PRIVATE,
+            prompt_meta=self.workers.prompt_context,
+        )
+
 
 @dataclass
 class WorkerTool(MountedTool):
@@ -175,10 +216,8 @@ class WorkerTool(MountedTool):
         return super().validate(arguments)
 
 
-class _OpenArguments(BaseModel):
-    """A prompt's arguments, checked by its own model in the worker."""
-
-    model_config = ConfigDict(extra="allow")
+class WorkerSaid(GatewayError):
+    """An error the plugin raised in its worker (not the worker's own failure)."""
 
 
 class Workers:
@@ -203,6 +242,15 @@ class Workers:
         self.sanitizer = sanitizer
         self.records: dict[str, WorkerRecord] = {}
         self._watching: set[asyncio.Task[None]] = set()
+        #: the names of the tools the deployment offers (its policy applied): what a prompt
+        #: of a plugin in process is rendered with; the gateway sets it
+        self.offered: Callable[[], frozenset[str]] = lambda: frozenset(
+            t.name for t in registry.all()
+        )
+
+    def prompt_context(self) -> dict[str, Any]:
+        """What a worker renders a prompt with, as a plugin in process does."""
+        return {"tools": sorted(self.offered()), "read_only": self.config.read_only}
 
     def __bool__(self) -> bool:
         return bool(self.records)
@@ -266,6 +314,8 @@ class Workers:
             stdin_grace=self.config.resource_timeout + 1.0,
             title=f"plugin {src.name!r}",
             retry_unanswered=False,
+            answers_inputs=True,
+            errors=_said,
         )
         self.records[src.name] = record
         self.mounts.add_record(record)
@@ -313,9 +363,10 @@ class Workers:
         record.state = PluginState.FAILED
         record.reason = self.sanitizer(reason, max_chars=1000)
         record.settings_mistake = mistake
-        record.tools, record.checks, record.prompts = [], [], []
+        record.tools, record.checks, record.prompts, record.resources = [], [], [], []
         self.registry.remove_plugin(record.name)
         self.prompts.remove_plugin(record.name)
+        self.loader.resources.remove_plugin(record.name)
         self.health.remove_plugin(record.name)
         self.loader.refresh_withheld()
         self.loader.refresh_offered()
@@ -353,13 +404,7 @@ class Workers:
                 raise RuntimeError(reason)  # it loaded before: started again, with backoff
             self._failed(record, reason, mistake if isinstance(mistake, str) else None, said=True)
             raise Abandon(reason)
-        try:
-            self._take(record, loaded, upstream)
-        except ValueError as exc:
-            if record.loaded:
-                raise
-            self._failed(record, f"invalid prompt declaration: {exc}")
-            raise Abandon(str(exc)) from None
+        self._take(record, loaded)
         record.loaded = True
 
     def _base(self, record: WorkerRecord) -> dict[str, Any]:
@@ -471,8 +516,9 @@ class Workers:
             secrets.add(config.auth.introspection.client_secret.get_secret_value())
         return secrets
 
-    def _take(self, record: WorkerRecord, loaded: dict[str, Any], upstream: Upstream) -> None:
-        """The plugin's health checks and prompts, as the worker loaded them."""
+    def _take(self, record: WorkerRecord, loaded: dict[str, Any]) -> None:
+        """The plugin's health checks, as the worker loaded them (its tools, prompts,
+        resources and templates come with its listing, as a mounted server's)."""
         record.version = str(loaded.get("version") or record.version)
         if record.context is not None:
             record.context.version = record.version
@@ -498,25 +544,6 @@ class Workers:
         self.health.remove_plugin(record.name)
         self.health.add_all(record.name, checks)
         record.checks = [c.name for c in checks]
-        prompts = []
-        for p in loaded.get("prompts") or []:
-            if not isinstance(p, dict) or not isinstance(p.get("name"), str):
-                continue
-            spec = PromptSpec(
-                name=p["name"],
-                description=str(p.get("description") or ""),
-                arguments=_OpenArguments,
-                render=self._remote_render(record, p["name"]),
-                title=p.get("title") if isinstance(p.get("title"), str) else None,
-                requires=tuple(str(t) for t in p.get("requires") or []),
-                free_text=p.get("free_text") if isinstance(p.get("free_text"), str) else None,
-            )
-            assert record.context is not None
-            arguments = [a for a in p.get("arguments") or [] if isinstance(a, dict)]
-            prompts.append(RegisteredPrompt(spec, record.context, arguments))
-        self.prompts.remove_plugin(record.name)
-        self.prompts.add_all(prompts)
-        record.prompts = [p.name for p in prompts]
 
     def _remote_check(self, record: WorkerRecord, name: str) -> Callable[[], Awaitable[str | None]]:
         async def check() -> str | None:
@@ -533,32 +560,6 @@ class Workers:
             raise GatewayError(code, detail or "failed")
 
         return check
-
-    def _remote_render(self, record: WorkerRecord, name: str) -> Any:
-        async def render(args: BaseModel, ctx: PromptContext) -> str:
-            meta = {PRIVATE: {"tools": sorted(ctx.tools), "read_only": ctx.read_only}}
-            params = {"name": name, "arguments": args.model_dump(), "_meta": meta}
-            from mcp import MCPError
-
-            try:
-                answer = await self._request(record, "prompts/get", params)
-            except MCPError as exc:
-                said = exc.error.data.get(PRIVATE) if isinstance(exc.error.data, dict) else None
-                if isinstance(said, dict) and said.get("code") in ErrorCode.__members__:
-                    raise GatewayError(
-                        ErrorCode(said["code"]), str(said.get("message") or "")
-                    ) from None
-                raise GatewayError(
-                    ErrorCode.INTERNAL_ERROR, f"prompt {name!r} could not be rendered"
-                ) from None
-            messages = answer.get("messages")
-            if isinstance(messages, list) and messages and isinstance(messages[0], dict):
-                content = messages[0].get("content")
-                if isinstance(content, dict) and isinstance(content.get("text"), str):
-                    return str(content["text"])
-            raise GatewayError(ErrorCode.INTERNAL_ERROR, f"prompt {name!r} rendered no text")
-
-        return render
 
     async def _request(
         self, record: WorkerRecord, method: str, params: dict[str, Any]
@@ -617,7 +618,7 @@ class Workers:
         timeout = private.get("timeout")
         backend = private.get("backend")
 
-        async def call_worker(args: Any, ctx: ToolContext[Any]) -> Shaped:
+        async def call_worker(args: Any, ctx: ToolContext[Any]) -> Shaped | McpResult:
             return await self.call(record, name, args, ctx)
 
         spec: ToolSpec[Any] = ToolSpec(
@@ -668,9 +669,10 @@ class Workers:
 
     async def call(
         self, record: WorkerRecord, name: str, args: Any, ctx: ToolContext[Any]
-    ) -> Shaped:
-        """One call in the worker: its result as shaped there, or its error as raised there
-        (the gateway's layers take it as one raised here)."""
+    ) -> Shaped | McpResult:
+        """One call in the worker: its result as shaped there (or its content, or what it
+        asks the client first), or its error as raised there (the gateway's layers take it as
+        one raised here). The client's answers and its log go with the call."""
         upstream = record.upstream
         assert upstream is not None
         if upstream.recycling is not None:
@@ -682,12 +684,19 @@ class Workers:
         record.running += 1
         try:
             raw = await upstream.call(
-                name, args, ctx.progress, meta={PRIVATE: {"correlation_id": cid}}
+                name,
+                args,
+                ctx.progress,
+                inputs=ctx.inputs,
+                log=ctx.log,
+                meta={PRIVATE: {"correlation_id": cid}},
             )
         except anyio.get_cancelled_exc_class():
             if process is not None:
                 self._watch(record, process, cid, name)
             raise
+        except WorkerSaid:
+            raise  # the plugin's own error, as raised in process
         except GatewayError as err:
             if err.code is ErrorCode.BACKEND_UNAVAILABLE:
                 err.backend_down = False
@@ -697,36 +706,33 @@ class Workers:
             self._mind_memory(record)
         return self._result(record, raw)
 
-    def _result(self, record: WorkerRecord, raw: dict[str, Any]) -> Shaped:
-        wrong = GatewayError(
-            ErrorCode.BACKEND_ERROR,
-            f"plugin {record.name!r} (in a worker) answered with something that is not a "
-            "tool result",
-            retryable=False,
-        )
-        content = raw.get("content")
-        if raw.get("isError") is True:
-            meta = raw.get("_meta")
-            said = meta.get(PRIVATE) if isinstance(meta, dict) else None
-            if not isinstance(said, dict) or said.get("code") not in ErrorCode.__members__:
-                raise wrong
-            details = said.get("details")
-            raise GatewayError(
-                ErrorCode(said["code"]),
-                str(said.get("message") or ""),
-                retryable=said["retryable"] if isinstance(said.get("retryable"), bool) else None,
-                details=details if isinstance(details, dict) else None,
-                backend_down=said.get("backend_down") is True,
-            )
+    def _result(self, record: WorkerRecord, raw: dict[str, Any]) -> Shaped | McpResult:
+        """What the worker answered (checked as a tool result, or an input-required one, by
+        the upstream already): JSON it shaped, to be checked and cleaned here as in process;
+        or content and input requests, which the runner here cleans and bounds as it does a
+        plugin's in process."""
+        if raw.get("resultType") == "input_required":
+            return McpResult(raw)
+        meta = raw.get("_meta")
+        said = meta.get(PRIVATE) if isinstance(meta, dict) else None
+        if isinstance(said, dict) and said.get("content") is True:
+            return McpResult(_without_private(raw))
         payload = raw.get("structuredContent")
+        content = raw.get("content")
         if (
-            not isinstance(payload, dict)
+            raw.get("isError") is True
+            or not isinstance(payload, dict)
             or not isinstance(content, list)
             or not content
             or not isinstance(content[0], dict)
             or not isinstance(content[0].get("text"), str)
         ):
-            raise wrong
+            raise GatewayError(
+                ErrorCode.BACKEND_ERROR,
+                f"plugin {record.name!r} (in a worker) answered with something that is not a "
+                "tool result",
+                retryable=False,
+            )
         return Shaped(payload, content[0]["text"])
 
     # -- faults --------------------------------------------------------------------------------

@@ -17,11 +17,19 @@ registries under the rules its tools follow:
 - **completions** of a prompt's arguments and a template's variables are asked of the server.
 
 Their definitions are not pinned (only tools are: they are what the model is told to call).
+
+A plugin's worker (:mod:`gateway.isolation`) is mounted by the same code, with ``private``:
+the ``_meta`` key under which it tells the gateway alone what a plugin in process has (a
+prompt's ``requires`` and ``free_text``; the tools offered and ``read_only`` it renders a
+prompt with). Its reads are then timed and guarded as a plugin's in process are (the
+gateway's default timeout, no backend of the worker's own), and nothing under that key is
+published.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -49,9 +57,13 @@ def mount_extras(
     upstream: Upstream,
     resources: ResourceRegistry,
     prompts: PromptRegistry,
+    *,
+    private: str | None = None,
+    prompt_meta: Callable[[], dict[str, Any]] | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """Put the server's resources, templates and prompts in the registries (its earlier ones
-    out); the URIs and templates served, the prompt names, and notes for the operator."""
+    out); the URIs and templates served, the prompt names, and notes for the operator.
+    ``private`` and ``prompt_meta``: a plugin's worker's (see the module's docstring)."""
     notes: list[str] = []
     items: dict[str, RegisteredResource] = {}
     for listed in listing.resources:
@@ -59,8 +71,8 @@ def mount_extras(
         if not isinstance(uri, str) or not isinstance(name, str) or not uri:
             notes.append("a resource without a uri or name is not served")
             continue
-        published = {**listed, "name": spec.prefix + name}
-        read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read")
+        published = _public({**listed, "name": spec.prefix + name}, private)
+        read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read", private)
         _add(items, RegisteredResource(uri, published, read, spec.name), notes)
     for listed in listing.templates:
         template, name = listed.get("uriTemplate"), listed.get("name")
@@ -74,8 +86,8 @@ def mount_extras(
         except ValueError:
             notes.append(f"resource template {template[:120]!r} is not an RFC 6570 template")
             continue
-        published = {**listed, "name": spec.prefix + name}
-        read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read")
+        published = _public({**listed, "name": spec.prefix + name}, private)
+        read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read", private)
         item = RegisteredResource(
             template,
             published,
@@ -94,7 +106,7 @@ def mount_extras(
         if not isinstance(original, str) or not original:
             notes.append("a prompt without a name is not served")
             continue
-        made = _prompt(spec, listed, original, upstream, plugin)
+        made = _prompt(spec, listed, original, upstream, plugin, private, prompt_meta)
         if made.name in mounted:
             notes.append(f"it lists prompt {original!r} twice; it is served once")
         mounted[made.name] = made
@@ -109,17 +121,29 @@ def _add(items: dict[str, RegisteredResource], item: RegisteredResource, notes: 
     items[item.key] = item
 
 
+def _public(listed: dict[str, Any], private: str | None) -> dict[str, Any]:
+    """``listed`` without what its worker says to the gateway alone."""
+    meta = listed.get("_meta")
+    if private is None or not isinstance(meta, dict) or private not in meta:
+        return listed
+    rest = {k: v for k, v in meta.items() if k != private}
+    out = {k: v for k, v in listed.items() if k != "_meta"}
+    return {**out, "_meta": rest} if rest else out
+
+
 def _read_tool(
     spec: ServerSpec,
     name: str,
     upstream: Upstream,
     plugin: PluginContext[Any],
     method: str,
+    private: str | None,
     prompt: str | None = None,
+    prompt_meta: Callable[[], dict[str, Any]] | None = None,
 ) -> RegisteredTool:
     """The read-tier call that asks the server: ``resources/read`` of the URI it is given
     (``{"uri": …}``), or ``prompts/get`` of ``prompt`` (``{"arguments": …}``); under the
-    server's breaker and timeout."""
+    server's breaker and timeout (a worker's: as a plugin's in process)."""
 
     async def ask(args: Any, ctx: ToolContext[Any]) -> McpResult:
         given = dict(args)
@@ -127,8 +151,11 @@ def _read_tool(
             params: dict[str, Any] = {"uri": given["uri"]}
         else:
             params = {"name": prompt, "arguments": given.get("arguments") or {}}
-        result = await upstream.request(method, params, inputs=ctx.inputs, log=ctx.log)
-        return McpResult(result)
+        extra = {private: prompt_meta()} if private and prompt_meta is not None else None
+        result = await upstream.request(
+            method, params, inputs=ctx.inputs, log=ctx.log, extra_meta=extra
+        )
+        return McpResult(_public(result, private))
 
     tool_spec: ToolSpec[Any] = ToolSpec(
         name=name,
@@ -136,8 +163,8 @@ def _read_tool(
         input_model=_Passed,
         handler=ask,
         tier=Tier.READ,
-        timeout=spec.timeout,
-        backend=spec.name,
+        timeout=None if private else spec.timeout,
+        backend=None if private else spec.name,
     )
     return RegisteredTool(
         spec=tool_spec,
@@ -156,8 +183,15 @@ def _prompt(
     original: str,
     upstream: Upstream,
     plugin: PluginContext[Any],
+    private: str | None,
+    prompt_meta: Callable[[], dict[str, Any]] | None,
 ) -> RegisteredPrompt:
     name = spec.prefix + original
+    meta = listed.get("_meta")
+    own = meta.get(private) if private and isinstance(meta, dict) else None
+    own = own if isinstance(own, dict) else {}
+    free_text = own.get("free_text")
+    description = str(listed.get("description") or "")
 
     def unused(args: Any, ctx: PromptContext) -> str:  # the read tool gets it instead
         raise AssertionError("a mounted prompt is got through its read tool")
@@ -173,14 +207,21 @@ def _prompt(
     ]
     prompt_spec = PromptSpec(
         name=name,
-        description=str(listed.get("description") or "").strip() or name,
+        description=description if private else description.strip() or name,
         arguments=_Passed,
         render=unused,
         title=listed.get("title") if isinstance(listed.get("title"), str) else None,
+        # A worker's word here can only hide its prompt, or shorten one argument's text.
+        requires=tuple(t for t in _strings(own.get("requires"))),
+        free_text=free_text if isinstance(free_text, str) else None,
         complete=_completer(upstream, {"type": "ref/prompt", "name": original}),
     )
-    read = _read_tool(spec, name, upstream, plugin, "prompts/get", prompt=original)
+    read = _read_tool(spec, name, upstream, plugin, "prompts/get", private, original, prompt_meta)
     return RegisteredPrompt(prompt_spec, plugin, arguments, tool=read)
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _completer(upstream: Upstream, ref: dict[str, Any]) -> Any:

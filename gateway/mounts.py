@@ -284,9 +284,6 @@ class ServerRecord(PluginRecord):
     #: its definitions are pinned and approved (``servers approve``); a plugin's worker's
     #: are installed code, not pinned
     pinned: ClassVar[bool] = True
-    #: its resources, templates and prompts come with its listing (gateway.mounted); a
-    #: plugin's worker's prompts come with its load answer instead (gateway.isolation)
-    lists_extras: ClassVar[bool] = True
 
     @property
     def label(self) -> str:
@@ -297,6 +294,19 @@ class ServerRecord(PluginRecord):
     ) -> Screened:
         """Which of its listed tools are served (see :meth:`Mounts.screen`)."""
         return mounts.screen(self, listed, record_first_use=record_first_use)
+
+    def mount_extras(self, mounts: Mounts) -> tuple[list[str], list[str], list[str]]:
+        """Its resources, templates and prompts in the registries (see :mod:`gateway.mounted`)."""
+        assert self.upstream is not None and self.listing is not None
+        assert self.context is not None
+        return mount_extras(
+            self.upstream.spec,
+            self.listing,
+            self.context,
+            self.upstream,
+            mounts.loader.resources,
+            mounts.loader.prompts,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         out = super().as_dict()
@@ -505,16 +515,7 @@ class Mounts:
         record.held = screened.held
         self.registry.hold(record.name, screened.held)
         assert record.context is not None
-        extra: list[str] = []
-        if record.lists_extras:
-            record.resources, record.prompts, extra = mount_extras(
-                record.upstream.spec,
-                record.listing,
-                record.context,
-                record.upstream,
-                self.loader.resources,
-                self.loader.prompts,
-            )
+        record.resources, record.prompts, extra = record.mount_extras(self)
         record.notes = screened.notes + extra
         record.reason = None
         self.loader.refresh_withheld()

@@ -647,12 +647,18 @@ class Upstream:
         stdin_grace: float = STDIN_GRACE,
         title: str | None = None,
         retry_unanswered: bool = True,
+        answers_inputs: bool = False,
+        errors: Callable[[Any], GatewayError | None] | None = None,
     ) -> None:
         """``prepare``: see :data:`Prepare`. ``started``: its process, started already
         (:func:`start_process`), for the first connection. ``on_stderr``: takes each line it
         writes to stderr. ``stdin_grace``: seconds it gets to exit once its stdin is closed.
         ``title``: what messages call it (``MCP server 'fs'``). ``retry_unanswered=False``:
-        when it fails before it ever answered, it is not started again (``settled`` is set)."""
+        when it fails before it ever answered, it is not started again (``settled`` is set).
+        ``answers_inputs``: at 2025-11-25 too it asks the client with input-required results
+        and takes the answers in the request made again, as at 2026-07-28 (a plugin's worker,
+        which never asks over its connection). ``errors``: reads an error it answered as the
+        gateway's own error (a worker's), else ``None``."""
         self.spec = spec
         self.name = spec.name
         self.title = title or f"MCP server {spec.name!r}"
@@ -661,6 +667,8 @@ class Upstream:
         self._on_stderr = on_stderr
         self._stdin_grace = stdin_grace
         self._retry_unanswered = retry_unanswered
+        self.answers_inputs = answers_inputs
+        self._errors = errors
         self._env = dict(env)
         self._sanitize = sanitizer
         self._on_listing = on_listing
@@ -971,7 +979,12 @@ class Upstream:
         the running call when one call is running (a message says not which call it is of)."""
         text = str(params.data)[:MAX_STDERR_LINE]
         logging.getLogger(f"gateway.server.{self.name}").info("log %s: %s", params.level, text)
-        running = list(self._running.values())
+        # A message that says which call it is of (a worker's, by the call's name) goes to
+        # that call's client; any other only while one call runs.
+        meta = getattr(params, "meta", None)
+        call = meta.get(CALL) if isinstance(meta, dict) else None
+        named = self._running.get(call) if isinstance(call, str) else None
+        running = [named] if named is not None else list(self._running.values())
         if len(running) == 1 and running[0][1] is not None:
             send = running[0][1]
             with contextlib.suppress(Exception):  # the client went away: the call goes on
@@ -1120,16 +1133,17 @@ class Upstream:
         if self.modern:
             # The client's level filters (gateway.asking): the server sends them all.
             meta[t.LOG_LEVEL_META_KEY] = "debug"
-            if inputs is not None and (inputs.responses or inputs.state is not None):
-                if inputs.responses:
-                    params["inputResponses"] = dict(inputs.responses)
-                if inputs.state is not None:
-                    params["requestState"] = inputs.state
+        if (self.modern or self.answers_inputs) and inputs is not None:
+            if inputs.responses:
+                params["inputResponses"] = dict(inputs.responses)
+            if inputs.state is not None:
+                params["requestState"] = inputs.state
         self._running[key] = (inputs or Inputs(), log)
         try:
             with self._span(span) if span is not None else contextlib.nullcontext() as traced:
                 process = self.process
-                if process is not None and method == "tools/call" and not self.modern:
+                straight = method == "tools/call" or self.answers_inputs
+                if process is not None and straight and not self.modern:
                     # Straight to the pipe (ServerProcess.request): what the server asks
                     # meanwhile still reaches the session's callbacks.
                     if traced is not None:
@@ -1137,7 +1151,9 @@ class Upstream:
 
                         inject(meta)  # this span's trace context
                     result = await process.request(method, params, progress)
-                    t.CallToolResult.model_validate(result, by_name=False)
+                    asks = self.answers_inputs and result.get("resultType") == "input_required"
+                    checked = t.InputRequiredResult if asks else _result_type(method)
+                    checked.model_validate(result, by_name=False)
                     return result
                 request = _request_type(method).model_validate({"method": method, "params": params})
                 on_progress: Any = progress
@@ -1196,6 +1212,9 @@ class Upstream:
                 "retry in a few seconds",
                 backend_down=True,
             )
+        own = self._errors(exc.error) if self._errors is not None else None
+        if own is not None:
+            return own
         said = self._sanitize.backend_text(exc.error.message or "", 300)
         if exc.error.code == t.INVALID_PARAMS:
             return GatewayError(
@@ -1248,6 +1267,18 @@ def _request_type(method: str) -> Any:
         "resources/read": t.ReadResourceRequest,
         "prompts/get": t.GetPromptRequest,
         "completion/complete": t.CompleteRequest,
+    }[method]
+
+
+def _result_type(method: str) -> Any:
+    """The SDK's model of the result of a request :meth:`Upstream.request` sends."""
+    import mcp_types as t
+
+    return {
+        "tools/call": t.CallToolResult,
+        "resources/read": t.ReadResourceResult,
+        "prompts/get": t.GetPromptResult,
+        "completion/complete": t.CompleteResult,
     }[method]
 
 

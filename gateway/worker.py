@@ -8,13 +8,18 @@ stay in the gateway; here the plugin is loaded by the gateway's own loader and i
 run by the gateway's own runner, so they answer exactly as in process.
 
 It speaks MCP on its stdin and stdout (JSON-RPC 2.0, one message per line): ``initialize``,
-``ping``, ``tools/list``, ``tools/call`` (progress, ``notifications/cancelled``) and
-``prompts/get``, plus three methods of the gateway's own:
+``ping``, ``tools/list`` and ``tools/call`` (progress, ``notifications/cancelled``),
+``prompts/list`` and ``prompts/get``, ``resources/list``, ``resources/templates/list`` and
+``resources/read``, ``completion/complete``, and ``notifications/message`` for what a handler
+logs: everything a plugin offers in process. A handler that asks the client first is answered
+with the 2026-07-28 input-required result whatever the revision (the gateway asks the client
+as for a plugin in process), and the answers come in the request made again
+(``inputResponses``, ``requestState``). Besides, three methods of the gateway's own:
 
 - :data:`LOAD` hands the plugin its settings: the tables and variables it asks for (it answers
   ``{"needs": ...}`` until it has them all, see :class:`WorkerConfig`), and the deployment's
-  data roots, ``read_only`` and time limits; it answers ``{"loaded": ...}`` (its health checks
-  and prompts) or ``{"failed": ...}`` (why, as an in-process load failure reads);
+  data roots, ``read_only`` and time limits; it answers ``{"loaded": ...}`` (its health checks)
+  or ``{"failed": ...}`` (why, as an in-process load failure reads);
 - :data:`HEALTH` runs one of its health checks;
 - :data:`CALLS` names the calls still running (the gateway ends a worker that does not give a
   cancelled call up).
@@ -42,17 +47,21 @@ from .config import GatewayConfig, field_env_names
 if TYPE_CHECKING:
     import anyio.abc
 
+    from .inputs import InputRequired, Inputs
+    from .pipeline import CallResult
     from .plugins import PluginLoader, PluginSource
     from .prompts import PromptRegistry
-    from .registry import Registry
+    from .registry import RegisteredTool, Registry
 
 #: The gateway's own methods (see the module's docstring).
 LOAD = "gateway/worker/load"
 HEALTH = "gateway/worker/health"
 CALLS = "gateway/worker/calls"
 #: The ``_meta`` key of what only the gateway and its workers say to each other: in a call,
-#: the correlation id; in a listed tool, its timeout and backend; in an error result, the
-#: error as the gateway's pipeline takes it. The gateway removes it from all it publishes.
+#: the correlation id; in a prompts/get, the tools offered and ``read_only``; in a listed
+#: tool, its timeout and backend; in a listed prompt, its ``requires`` and ``free_text``; in
+#: a result, that it is content (not JSON to shape); in an error's data, the error as the
+#: gateway's pipeline takes it. The gateway removes it from all it publishes.
 PRIVATE = "gateway/worker"
 #: The protocol revision the worker answers ``initialize`` with, whatever was asked.
 PROTOCOL = "2025-11-25"
@@ -211,7 +220,13 @@ class Worker:
                         ident,
                         {
                             "protocolVersion": PROTOCOL,
-                            "capabilities": {"tools": {}, "prompts": {}},
+                            "capabilities": {
+                                "tools": {},
+                                "prompts": {},
+                                "resources": {},
+                                "completions": {},
+                                "logging": {},
+                            },
                             "serverInfo": {"name": self.name, "version": self._version},
                         },
                     )
@@ -349,17 +364,6 @@ class Worker:
                     }
                     for _, c in self.loader.health.checks()
                 ],
-                "prompts": [
-                    {
-                        "name": p.name,
-                        "title": p.spec.title,
-                        "description": p.spec.description,
-                        "arguments": p.arguments,
-                        "requires": list(p.spec.requires),
-                        "free_text": p.spec.free_text,
-                    }
-                    for p in self.prompts.all()
-                ],
                 "secrets": [s for s in secrets if s],
             }
         }
@@ -419,20 +423,23 @@ class Worker:
             await self._send(_result(ident, {}))
         elif method == CALLS:
             await self._send(_result(ident, {"running": [c for c, _ in self._running.values()]}))
-        elif not loaded and method in ("tools/list", "tools/call", "prompts/get", HEALTH):
-            await self._send(_error(ident, NOT_LOADED, "the plugin did not load"))
-        elif method == "tools/list":
-            await self._send(_result(ident, {"tools": self._tools()}))
-        elif method == "tools/call":
-            tg.start_soon(self._call, ident, params)
-        elif method == "prompts/get":
-            tg.start_soon(self._prompt, ident, params)
-        elif method == HEALTH:
-            tg.start_soon(self._health, ident, params)
         elif method == "initialize":
             await self._send(_error(ident, -32600, "already initialized"))
-        else:
+        elif method not in _SERVED:
             await self._send(_error(ident, METHOD_NOT_FOUND, f"Method not found: {method}"))
+        elif not loaded:
+            await self._send(_error(ident, NOT_LOADED, "the plugin did not load"))
+        elif method in _LISTS:
+            await self._send(_result(ident, {_LISTS[method]: self._listed(method)}))
+        else:
+            serve = {
+                "tools/call": self._call,
+                "resources/read": self._read_resource,
+                "prompts/get": self._prompt,
+                "completion/complete": self._complete,
+                HEALTH: self._health,
+            }[method]
+            tg.start_soon(self._answering, serve, ident, params)
 
     def _tools(self) -> list[dict[str, Any]]:
         """Each tool as the gateway publishes it in process (its registry's derived form), with
@@ -467,25 +474,113 @@ class Worker:
             out.append(tool)
         return out
 
-    async def _call(self, ident: Any, params: dict[str, Any]) -> None:
-        """One ``tools/call``: the arguments built into the tool's model, then the gateway's
-        runner (its shaping, its handling of whatever the handler raises)."""
+    def _listed(self, method: str) -> list[dict[str, Any]]:
+        assert self.loader is not None and self.prompts is not None
+        if method == "tools/list":
+            return self._tools()
+        if method == "prompts/list":
+            return [
+                {
+                    "name": p.name,
+                    **({"title": p.spec.title} if p.spec.title else {}),
+                    "description": p.spec.description,
+                    "arguments": [
+                        {k: v for k, v in a.items() if v is not None} for a in p.arguments
+                    ],
+                    # What only the gateway needs to offer and render it as in process.
+                    "_meta": {
+                        PRIVATE: {"requires": list(p.spec.requires), "free_text": p.spec.free_text}
+                    },
+                }
+                for p in self.prompts.all()
+            ]
+        resources = self.loader.resources
+        found = resources.templates() if method == "resources/templates/list" else None
+        return [r.listed for r in (found if found is not None else resources.resources())]
+
+    async def _answering(
+        self,
+        serve: Callable[[Any, dict[str, Any]], Any],
+        ident: Any,
+        params: dict[str, Any],
+    ) -> None:
+        """Run one request, cancellable by the gateway (its timeout, the client's
+        cancellation); what it answers, or the gateway's error it raised, is sent."""
         import anyio
 
-        from .errors import GatewayError
-        from .pipeline import Call, Runner
+        from .errors import ErrorCode, GatewayError
 
-        assert self.registry is not None and self.loader is not None
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         assert isinstance(meta, dict)
         private = meta.get(PRIVATE) if isinstance(meta.get(PRIVATE), dict) else {}
         assert isinstance(private, dict)
         cid = str(private.get("correlation_id") or f"w{ident}")[:64]
+        with anyio.CancelScope() as scope:
+            self._running[ident] = (cid, scope)
+            try:
+                answer = await serve(cid, params)
+            except GatewayError as err:
+                said = {
+                    "code": err.code.value,
+                    "message": err.message,
+                    "retryable": err.retryable,
+                    "details": err.details,
+                    "backend_down": err.backend_down,
+                }
+                code = INTERNAL if err.code is ErrorCode.INTERNAL_ERROR else INVALID_PARAMS
+                await self._send(_error(ident, code, err.message, {PRIVATE: said}))
+            else:
+                await self._send(_result(ident, answer))
+            finally:
+                self._running.pop(ident, None)
+
+    def _inputs(self, params: dict[str, Any]) -> Inputs:
+        """The client's answers and what it can be asked, as the gateway forwards them: in
+        the request, as at 2026-07-28 (:mod:`gateway.inputs`)."""
+        from .inputs import FORWARDED_CAPABILITIES, NEEDS, Inputs
+
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        assert isinstance(meta, dict)
+        can = meta.get(FORWARDED_CAPABILITIES)
+        capabilities = frozenset(
+            k for k in (can if isinstance(can, dict) else {}) if k in NEEDS.values()
+        )
+        given = params.get("inputResponses")
+        responses = {
+            str(k): v
+            for k, v in (given if isinstance(given, dict) else {}).items()
+            if isinstance(v, dict)
+        }
+        state = params.get("requestState")
+        return Inputs(responses, state if isinstance(state, str) else None, capabilities)
+
+    def _log_to(self, params: dict[str, Any]) -> Callable[[str, str], Any]:
+        """Sends the gateway a log message of this request, saying which call it is of."""
+        from .inputs import CALL
+
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        assert isinstance(meta, dict)
+        call = meta.get(CALL)
+
+        async def send(level: str, message: str) -> None:
+            note: dict[str, Any] = {"level": level, "data": message}
+            if isinstance(call, str):
+                note["_meta"] = {CALL: call}
+            await self._send({"jsonrpc": "2.0", "method": "notifications/message", "params": note})
+
+        return send
+
+    async def _run(
+        self, tool: RegisteredTool, cid: str, params: dict[str, Any], arguments: Any, args: Any
+    ) -> dict[str, Any]:
+        """Run a tool (a plugin's, or a resource's read) with the gateway's runner, and say
+        what it returned as the gateway takes it (see :meth:`_answer`)."""
+        from .pipeline import Call, Runner
+
+        assert self.loader is not None
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        assert isinstance(meta, dict)
         token = meta.get("progressToken")
-        tool = self.registry.get(str(params.get("name")))
-        if tool is None:
-            await self._send(_error(ident, INVALID_PARAMS, f"unknown tool {params.get('name')!r}"))
-            return
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             note: dict[str, Any] = {"progressToken": token, "progress": done}
@@ -496,49 +591,50 @@ class Worker:
             await self._send({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
 
         runner = Runner(self.loader.sanitizer, debug=self.loader.config.debug)
-        with anyio.CancelScope() as scope:
-            self._running[ident] = (cid, scope)
-            try:
-                try:
-                    arguments = params.get("arguments")
-                    args = tool.validate(arguments)
-                    call = Call(
-                        tool.name,
-                        arguments,
-                        progress if token is not None else None,
-                        tool=tool,
-                        args=args,
-                        correlation_id=cid,
-                    )
-                    result = await runner(call)
-                except GatewayError as err:
-                    answer = {
-                        "content": [{"type": "text", "text": err.message}],
-                        "isError": True,
-                        "_meta": {
-                            PRIVATE: {
-                                "code": err.code.value,
-                                "message": err.message,
-                                "retryable": err.retryable,
-                                "details": err.details,
-                                "backend_down": err.backend_down,
-                            }
-                        },
-                    }
-                else:
-                    answer = {
-                        "content": [{"type": "text", "text": result.text()}],
-                        "structuredContent": result.payload,
-                        "isError": False,
-                    }
-                await self._send(_result(ident, answer))
-            finally:
-                self._running.pop(ident, None)
+        call = Call(
+            tool.name,
+            arguments,
+            progress if token is not None else None,
+            tool=tool,
+            args=args,
+            correlation_id=cid,
+            inputs=self._inputs(params),
+            log=self._log_to(params),
+        )
+        return _answer(await runner(call))
 
-    async def _prompt(self, ident: Any, params: dict[str, Any]) -> None:
+    async def _call(self, cid: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One ``tools/call``: the arguments built into the tool's model, then the gateway's
+        runner (its shaping, its handling of whatever the handler raises)."""
         from .errors import ErrorCode, GatewayError
+
+        assert self.registry is not None
+        tool = self.registry.get(str(params.get("name")))
+        if tool is None:
+            raise GatewayError(ErrorCode.NOT_FOUND, f"unknown tool {params.get('name')!r}")
+        arguments = params.get("arguments")
+        return await self._run(tool, cid, params, arguments, tool.validate(arguments))
+
+    async def _read_resource(self, cid: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One ``resources/read``: the resource's read, run as the gateway runs it."""
+        from .errors import ErrorCode, GatewayError
+
+        assert self.loader is not None
+        uri = params.get("uri")
+        found = self.loader.resources.find(uri) if isinstance(uri, str) else None
+        if found is None:
+            raise GatewayError(ErrorCode.NOT_FOUND, f"no resource {str(uri)[:200]!r}")
+        item, variables = found
+        arguments = {"uri": uri, **variables}
+        return await self._run(item.tool, cid, params, arguments, arguments)
+
+    async def _prompt(self, cid: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One ``prompts/get``, rendered as in process: with the tools the gateway offers and
+        its ``read_only`` (in :data:`PRIVATE`), the client's answers when it asked first."""
+        from .errors import ErrorCode, GatewayError
+        from .inputs import InputRequired
         from .lifecycle import plugin_fault
-        from .prompts import render_prompt
+        from .prompts import render_messages
 
         assert self.prompts is not None and self.loader is not None
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
@@ -547,49 +643,112 @@ class Worker:
         assert isinstance(private, dict)
         prompt = self.prompts.get(str(params.get("name")))
         if prompt is None:
-            await self._send(
-                _error(ident, INVALID_PARAMS, f"unknown prompt {params.get('name')!r}")
-            )
-            return
+            raise GatewayError(ErrorCode.NOT_FOUND, f"unknown prompt {params.get('name')!r}")
         arguments = params.get("arguments")
         try:
-            text = await render_prompt(
+            rendered = await render_messages(
                 prompt,
                 arguments if isinstance(arguments, dict) else None,
                 tools=frozenset(str(t) for t in private.get("tools") or []),
                 read_only=bool(private.get("read_only")),
                 sanitizer=self.loader.sanitizer,
+                inputs=self._inputs(params),
             )
-        except GatewayError as err:
-            said = {"code": err.code.value, "message": err.message, "retryable": err.retryable}
-            code = INTERNAL if err.code is ErrorCode.INTERNAL_ERROR else INVALID_PARAMS
-            await self._send(_error(ident, code, err.message, {PRIVATE: said}))
-            return
+        except GatewayError:
+            raise
         except BaseException as exc:  # what a render function raised, KeyboardInterrupt too
             if not plugin_fault(exc):
                 raise
             log.error("prompt=%s render raised %s", prompt.name, type(exc).__name__)
-            error: dict[str, Any] = {
-                "code": "INTERNAL_ERROR",
-                "message": "the prompt could not be rendered",
-            }
-            await self._send(_error(ident, INTERNAL, error["message"], {PRIVATE: error}))
-            return
-        message = {"role": "user", "content": {"type": "text", "text": text}}
-        await self._send(
-            _result(ident, {"description": prompt.spec.description, "messages": [message]})
-        )
+            raise GatewayError(
+                ErrorCode.INTERNAL_ERROR, "the prompt could not be rendered"
+            ) from None
+        if isinstance(rendered, InputRequired):
+            return _asking(rendered)
+        return {"description": prompt.spec.description, "messages": rendered}
 
-    async def _health(self, ident: Any, params: dict[str, Any]) -> None:
+    async def _complete(self, cid: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One ``completion/complete`` of a prompt's argument or a template's variable."""
+        import inspect
+
+        from .errors import ErrorCode, GatewayError
+        from .prompts import MAX_COMPLETIONS, complete_argument
+
+        assert self.prompts is not None and self.loader is not None
+        ref = params.get("ref") if isinstance(params.get("ref"), dict) else {}
+        argument = params.get("argument") if isinstance(params.get("argument"), dict) else {}
+        context = params.get("context") if isinstance(params.get("context"), dict) else {}
+        assert isinstance(ref, dict) and isinstance(argument, dict) and isinstance(context, dict)
+        given = context.get("arguments") if isinstance(context.get("arguments"), dict) else {}
+        assert isinstance(given, dict)
+        name, value = str(argument.get("name") or ""), str(argument.get("value") or "")
+        arguments = {str(k): str(v) for k, v in given.items()}
+        if ref.get("type") == "ref/prompt":
+            prompt = self.prompts.get(str(ref.get("name")))
+            if prompt is None:
+                raise GatewayError(ErrorCode.NOT_FOUND, f"unknown prompt {ref.get('name')!r}")
+            values = await complete_argument(prompt, name, value, arguments)
+        else:
+            item = self.loader.resources.template(str(ref.get("uri")))
+            if item is None:
+                raise GatewayError(
+                    ErrorCode.NOT_FOUND, f"unknown resource template {str(ref.get('uri'))!r}"
+                )
+            values = []
+            if item.complete is not None:
+                found = item.complete(name, value, arguments)
+                if inspect.isawaitable(found):
+                    found = await found
+                values = [str(v) for v in list(found)[:MAX_COMPLETIONS]]
+        return {"completion": {"values": values, "total": len(values), "hasMore": False}}
+
+    async def _health(self, cid: str, params: dict[str, Any]) -> dict[str, Any]:
+        from .errors import ErrorCode, GatewayError
+
         assert self.loader is not None
         name = params.get("name")
         found = [(p, c) for p, c in self.loader.health.checks() if c.name == name]
         if not found:
-            await self._send(_error(ident, INVALID_PARAMS, f"unknown health check {name!r}"))
-            return
+            raise GatewayError(ErrorCode.NOT_FOUND, f"unknown health check {name!r}")
         plugin, check = found[0]
         result = await self.loader.health._run_one(plugin, check)
-        await self._send(_result(ident, {"status": result.status, "detail": result.detail}))
+        return {"status": result.status, "detail": result.detail}
+
+
+#: The MCP methods a loaded worker serves (beside ``ping`` and the gateway's own), and the
+#: key of each list's answer.
+_LISTS = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+_SERVED = {*_LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete", HEALTH}
+
+
+def _asking(asked: InputRequired) -> dict[str, Any]:
+    """What a handler (a reader, a render function) asks the client first, as the
+    2026-07-28 input-required result: the gateway asks the client as for one in process."""
+    out: dict[str, Any] = {"resultType": "input_required", "inputRequests": asked.wire()}
+    if asked.state is not None:
+        out["requestState"] = asked.state
+    return out
+
+
+def _answer(result: CallResult) -> dict[str, Any]:
+    """A run's outcome as the gateway takes it (:meth:`gateway.isolation.Workers.result`): a
+    JSON result shaped here, as the text and ``structuredContent`` of a tool result; content
+    (a ``ToolResult``'s, a resource's contents) as the result itself, marked so under
+    :data:`PRIVATE`; what it asks first as an input-required result. (What the runner raised
+    is answered as an error, see :meth:`Worker._answering`.)"""
+    if result.input_required is not None:
+        return _asking(result.input_required)
+    if result.mcp is not None:
+        return {**result.mcp, "_meta": {PRIVATE: {"content": True}}}
+    return {
+        "content": [{"type": "text", "text": result.text()}],
+        "structuredContent": result.payload,
+    }
 
 
 def _warm() -> None:
