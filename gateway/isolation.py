@@ -12,8 +12,14 @@ mounted server:
   lists each tool in the form the registry derives (schemas, ``MUTATION:`` paragraph,
   annotations, ``_meta``); those are published as listed, byte for byte, with the tiers they
   declare (read only where ``readOnlyHint`` is true: a worker is trusted no more than a
-  mounted server). Its prompts, health checks and each tool's timeout and backend come with
-  its load. Its definitions are not pinned: they are installed code, not a server's word.
+  mounted server). Its health checks come with its load, each tool's timeout and backend
+  with its listing. Its prompts, resources, templates and completions are mounted as a
+  mounted server's are (:func:`~gateway.mounted.mount_extras`), with what only a plugin has
+  (a prompt's ``requires`` and ``free_text``, rendered with the tools offered). What a call
+  returns (JSON shaped in the worker, content, an input-required result) is checked here as
+  a mounted server's answer is, then cleaned and bounded by the runner as a plugin's in
+  process; the client's answers go back in the request made again, as at 2026-07-28. Its
+  definitions are not pinned: they are installed code, not a server's word.
 - **its own settings only.** The worker asks for the tables and variables its plugin's
   settings (and REST backends) declare; it is handed those, except the gateway's own
   (``MCP_GATEWAY_*``, ``OTEL_*``, the token), a table of another installed plugin or of a
@@ -381,7 +387,7 @@ class Workers:
 
     async def _prepare(self, upstream: Upstream) -> None:
         """Hand the worker its settings (:data:`~gateway.worker.LOAD`, as it asks), then take
-        its health checks and prompts. A plugin that fails to load the first time is given
+        its health checks. A plugin that fails to load the first time is given
         up, as one in process is skipped."""
         record = self.records[upstream.name]
         process = upstream.process

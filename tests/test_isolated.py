@@ -92,6 +92,10 @@ async def _published(gw: Gateway) -> dict[str, Any]:
         tools = (await client.list_tools()).tools
         prompts = (await client.list_prompts()).prompts
         plan = await client.get_prompt("iso_plan", {"topic": "jobs", "words": "all of them"})
+        # Claude Code passes one word per argument: the free-text one points at the whole text.
+        as_claude = await gw.prompt(
+            "iso_plan", {"topic": "jobs", "words": "all"}, client="claude-code"
+        )
         calls = {
             "echo": await client.call_tool("iso_echo", {"text": "there", "times": 2}),
             "fail": await client.call_tool("iso_fail", {}),
@@ -106,6 +110,7 @@ async def _published(gw: Gateway) -> dict[str, Any]:
         "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
         "prompts": [p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in prompts],
         "plan": plan.messages[0].content.model_dump(mode="json"),
+        "plan as claude code": as_claude,
         "calls": {
             k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in calls.items()
         },
@@ -144,6 +149,7 @@ async def test_an_isolated_plugin_is_offered_byte_for_byte_as_in_process(iso, tm
     )
     assert there["tiers"]["iso_write"] == "mutation" and there["tiers"]["iso_echo"] == "read"
     assert there["checks"] == ["iso_check", "iso_remote_check"]
+    assert "<command-args>" in json.dumps(there["plan as claude code"])
     assert "/srv" not in json.dumps(there["calls"]["fail"])
 
 

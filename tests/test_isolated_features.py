@@ -111,6 +111,20 @@ async def feat_chatty(*, ctx: ToolContext[Settings]) -> dict[str, Any]:
     await ctx.log("warning", f"trouble with {PRIVATE_PATH} and {{leaked(ctx)}}")
     return {{"ok": True}}
 
+PAIRED = set()
+
+@plugin.tool(tier=Tier.READ)
+async def feat_pair(tag: str, *, ctx: ToolContext[Settings]) -> dict[str, Any]:
+    """Logs, waits until another call of it runs too, logs again."""
+    import anyio
+    await ctx.log("info", f"{{tag}} first")
+    PAIRED.add(tag)
+    with anyio.fail_after(20):
+        while len(PAIRED) < 2:
+            await anyio.sleep(0.01)
+    await ctx.log("info", f"{{tag}} second")
+    return {{"tag": tag}}
+
 @plugin.resource("feat://text", mime_type="text/plain", cache_ttl=60)
 async def feat_text(ctx: ResourceContext[Settings]) -> str:
     """Some text."""
@@ -431,3 +445,26 @@ async def test_a_worker_answering_what_is_no_result_is_trusted_no_further(plugin
         assert result.is_error and result.payload["error"]["code"] == "BACKEND_ERROR", name
     assert read.is_error and read.payload["error"]["code"] == "BACKEND_ERROR"
     assert not after.is_error
+
+
+@pytest.mark.parametrize("isolate", ["none", "feat"])
+async def test_each_call_gets_its_own_log_messages_while_others_run(feat, tmp_path, isolate):
+    from gateway.testing import make_gateway
+
+    gw = make_gateway(plugins=["feat"], isolate=isolate, cwd=tmp_path, env={**os.environ})
+    got: dict[str, list[str]] = {"a": [], "b": []}
+    results = {}
+
+    async def call(tag: str) -> None:
+        async def log(level: str, message: str) -> None:
+            got[tag].append(message)
+
+        results[tag] = await gw.pipeline.call("feat_pair", {"tag": tag}, log=log)
+
+    async with gw:
+        assert gw.plugin("feat").runs == ("process" if isolate == "none" else "worker")  # type: ignore[union-attr]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "a")
+            tg.start_soon(call, "b")
+    assert all(not r.is_error for r in results.values())
+    assert got == {"a": ["a first", "a second"], "b": ["b first", "b second"]}
