@@ -200,7 +200,9 @@ class Gateway:
         self._started = False
 
     def _configured_telemetry(self, sanitizer: Sanitizer) -> Telemetry:
-        return build_telemetry(self.config.telemetry, sanitizer, self.config.env)
+        return build_telemetry(
+            self.config.telemetry, sanitizer, self.config.env, version=__version__
+        )
 
     @property
     def plugins(self) -> list[PluginRecord]:

@@ -352,13 +352,16 @@ def _build(config: GatewayConfig, *, traced: bool, isolated: bool = False) -> Ga
     :func:`_check_started`."""
     import anyio
 
+    from . import __version__
     from .app import build_gateway
     from .telemetry import OFF, build_telemetry
 
     def telemetry(sanitizer: Sanitizer) -> Telemetry:
         if not traced:
             return OFF
-        return build_telemetry(config.telemetry, sanitizer, config.env, install_global=True)
+        return build_telemetry(
+            config.telemetry, sanitizer, config.env, version=__version__, install_global=True
+        )
 
     gateway = build_gateway(config, telemetry=telemetry)
     if isolated and gateway.workers:

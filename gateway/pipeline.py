@@ -37,6 +37,7 @@ from .errors import (
     ErrorCode,
     GatewayError,
     Sanitizer,
+    classify_exception,
     encodable,
     encodable_data,
     error_payload,
@@ -47,7 +48,6 @@ from .lifecycle import plugin_fault
 from .limits import Limiter
 from .policy import Policy
 from .registry import RegisteredTool, Registry
-from .rest.status import classify_exception
 from .spec import LogFn, ProgressFn, Tier
 from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL

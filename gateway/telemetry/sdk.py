@@ -13,7 +13,6 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
 from .core import OFF, Telemetry
 from .settings import TelemetryError, TelemetrySettings
 
@@ -33,6 +32,7 @@ def build_telemetry(
     sanitizer: Sanitizer,
     env: Mapping[str, str],
     *,
+    version: str,
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
     install_global: bool = False,
@@ -42,6 +42,8 @@ def build_telemetry(
     (tests: in-memory, spans exported as each ends). ``install_global`` makes them the
     process's providers too, so that a plugin's own ``opentelemetry.trace.get_tracer()``
     spans join the gateway's traces (one gateway per process: ``mcp-gateway serve``).
+    ``version``: the gateway's, for the resource and the instrumentation scope (passed in, so
+    that telemetry, which the core's configuration imports, imports nothing of the package face).
 
     Raises :class:`TelemetryError` when telemetry is on but the SDK or a chosen exporter is
     not installed: it was asked for explicitly, so it fails loudly instead of silently.
@@ -60,9 +62,7 @@ def build_telemetry(
 
     from .recording import RECORDERS
 
-    resource = Resource.create(
-        {"service.name": settings.service_name, "service.version": __version__}
-    )
+    resource = Resource.create({"service.name": settings.service_name, "service.version": version})
     # The gateway stops its providers itself (Gateway.stop): no exit handler of the SDK's, so
     # a command that never served (a configuration error after start-up) exports nothing.
     tracer_provider = None
@@ -101,8 +101,8 @@ def build_telemetry(
                 provider.shutdown()
 
     return Telemetry(
-        tracer_provider.get_tracer("mcp-gateway", __version__) if tracer_provider else None,
-        meter_provider.get_meter("mcp-gateway", __version__) if meter_provider else None,
+        tracer_provider.get_tracer("mcp-gateway", version) if tracer_provider else None,
+        meter_provider.get_meter("mcp-gateway", version) if meter_provider else None,
         sanitizer,
         recorders=RECORDERS,
         flush=flush,
