@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -659,6 +660,20 @@ def _claude_config_command(
     return 0
 
 
+def _serving() -> None:
+    """Before serving: the start-up objects frozen, the cyclic garbage collector on again.
+
+    Starting a server creates hundreds of thousands of objects that live as long as the process
+    (the SDK's and the plugins' modules, classes and models) and almost no garbage, so each
+    collection the allocations trigger while starting walks them all for nothing. ``serve``
+    pauses the collector until the server is built, then freezes what exists (``gc.freeze``:
+    later collections skip the start-up objects, as CPython's documentation suggests for
+    long-lived processes) and lets it run again for the calls.
+    """
+    gc.freeze()
+    gc.enable()
+
+
 def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     from .lifecycle import SignalGuard
 
@@ -670,9 +685,7 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 
 
 def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
-    from .startup import pause_collector, resume_collector
-
-    pause_collector()  # until the server is built; the SDK's import is most of a start
+    gc.disable()  # until the server is built; the SDK's import is most of a start (see _serving)
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
@@ -696,7 +709,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                     f"{'; ' + missing if missing else ''}; Ctrl-C to stop\n"
                 )
                 sys.stderr.flush()
-            resume_collector()
+            _serving()
             try:
                 run_stdio(gateway, wire, guard, started=lambda gw: _check_started(gw, config))
             except ConfigError as exc:  # an isolated plugin's settings, checked as it loaded
@@ -723,7 +736,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
         # The SDK and the web stack only once the start passed its checks, as for stdio.
         from .http import HttpSettingsError, serve_http
 
-        resume_collector()
+        _serving()
         try:
             serve_http(gateway, host=args.host, port=args.port, guard=guard)
         except HttpSettingsError as exc:

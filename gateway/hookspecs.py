@@ -18,7 +18,7 @@ must answer ``initialize`` and ``tools/list`` at once even when every backend is
 
 Time limits: the import and the load-time hooks of one plugin share ``load_timeout``;
 ``open_resources`` and ``close_resources`` get ``resource_timeout`` each. They hold for
-blocking code too (see :mod:`gateway.deadline`); a plugin that overruns is skipped.
+blocking code too (see :func:`gateway.plugins.time_limit`); a plugin that overruns is skipped.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,7 +32,6 @@ from pydantic_core import PydanticSerializationError
 
 from .audit import AuditTrail, redact_arguments
 from .auth.identity import Identity, current_caller
-from .callstate import CURRENT_CALL, CallState
 from .content import MAX_CONTENT_BYTES, ToolResult
 from .errors import (
     ErrorCode,
@@ -53,6 +53,28 @@ from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL
 
 log = logging.getLogger("gateway.pipeline")
+
+
+@dataclass
+class CallState:
+    """What the pipeline learns about one running call from the code it runs: code deeper
+    down (the REST client) records what it was doing when the call was cut off, so a tool
+    timeout that interrupted a backend request counts for that backend's breaker."""
+
+    cancelled_waiting_on: str | None = None
+
+
+#: Set by the pipeline around a handler.
+CURRENT_CALL: ContextVar[CallState | None] = ContextVar("gateway_current_call", default=None)
+
+
+def note_cancelled_waiting(backend: str) -> None:
+    """The running call was cancelled while waiting for ``backend`` to answer: if that was the
+    tool's timeout, the backend did not answer in time (it counts for its breaker)."""
+    state = CURRENT_CALL.get()
+    if state is not None:
+        state.cancelled_waiting_on = backend
+
 
 __all__ = ["Call", "CallResult", "Layer", "McpResult", "Next", "Pipeline", "Shaped"]
 

@@ -24,8 +24,8 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from ..callstate import note_cancelled_waiting
 from ..errors import ErrorCode, GatewayError, Sanitizer
+from ..pipeline import note_cancelled_waiting
 from ..telemetry import current
 from ..tls import tls_context
 from .backend import RestBackend
