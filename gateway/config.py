@@ -43,13 +43,11 @@ from pydantic import (
     field_validator,
 )
 
-from .configfile import TomlLines, closest
-
 # Re-exported: plugins, tests and the docs import these from here.
 from .configkit import ConfigError as ConfigError
+from .configkit import TomlLines, closest, file_value_problem, is_secret
 from .configkit import env_field as env_field
 from .configkit import field_env_names as field_env_names
-from .configkit import file_value_problem, is_secret
 from .configkit import resolve_env_refs as resolve_env_refs
 from .configkit import value_reason as value_reason
 

@@ -47,7 +47,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from .config import GatewayConfig, default_audit_log
-from .configfile import closest
+from .configkit import closest
 from .errors import Sanitizer, secret_name
 from .health import HealthMonitor
 from .mounted import mount_extras

@@ -41,8 +41,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..configfile import closest
-from ..configkit import NUMBER_ERRORS, ConfigError, number_rule, resolve_env_refs
+from ..configkit import NUMBER_ERRORS, ConfigError, closest, number_rule, resolve_env_refs
 
 ENV_PREFIX = "MCP_GATEWAY_AUTH_"
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio.to_thread
 from pydantic import BaseModel
 
-from ..configfile import closest
+from ..configkit import closest
 from ..errors import ErrorCode, GatewayError
 from ..spec import (
     ArgsT,
