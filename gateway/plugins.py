@@ -36,9 +36,9 @@ from .entrypoints import installed_plugins
 from .errors import Sanitizer
 from .health import HealthMonitor
 from .lifecycle import plugin_fault
-from .prompts import PromptRegistry, build_prompt
+from .prompts import PromptRegistry, RegisteredPrompt, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
-from .resources import ResourceRegistry, build_resource
+from .resources import RegisteredResource, ResourceRegistry, build_resource
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
 from .schemacache import SchemaCache, cache_folder, deferred_models
@@ -229,6 +229,17 @@ async def maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+@dataclass
+class _Declared:
+    """What one plugin's register hooks handed over, built and checked."""
+
+    tools: list[RegisteredTool]
+    prompts: list[RegisteredPrompt]
+    resources: list[RegisteredResource]
+    checks: list[HealthCheck]
+    servers: list[ServerSpec]
 
 
 class PluginLoader:
@@ -517,9 +528,24 @@ class PluginLoader:
         self.pm.register(module, name=src.name)
         self._check_hook_names(module)
         step("plugin_settings")
+        rec.context = ctx = self._context(module, src)
+        declared = self._declared(module, ctx, src, step)
+        step("backend settings")
+        declared.checks += self._declare_backends(src.name, declared.tools)
+        for t in declared.tools:
+            name = t.spec.backend_name
+            if name and not any(c.backend == name for c in declared.checks):
+                raise RegistrationError(
+                    f"tool {t.name!r} depends on backend {name!r}, "
+                    "but no health check declares that backend"
+                )
+        self._add(src.name, rec, declared)
+
+    def _context(self, module: object, src: PluginSource) -> PluginContext[Any]:
+        """The plugin's settings (its secrets made known) in the context its hooks get."""
         settings = self._settings(module, src.name)
         self.sanitizer.add_secrets(secret_values(settings))
-        ctx: PluginContext[Any] = PluginContext(
+        return PluginContext(
             name=src.name,
             version=src.version,
             settings=settings,
@@ -529,7 +555,15 @@ class PluginLoader:
             sanitizer=self.sanitizer,
             backends=self.backends,
         )
-        rec.context = ctx
+
+    def _declared(
+        self,
+        module: object,
+        ctx: PluginContext[Any],
+        src: PluginSource,
+        step: Callable[[str], None],
+    ) -> _Declared:
+        """What the plugin's register hooks hand over, each checked as it is built."""
         step("register_tools")
         specs: list[ToolSpec] = []
         call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
@@ -560,33 +594,31 @@ class PluginLoader:
                 raise _PluginInvalid(
                     f"register_servers: register() takes a ServerSpec, got {type(server).__name__}"
                 )
-        step("backend settings")
-        checks += self._declare_backends(src.name, tools)
-        for t in tools:
-            name = t.spec.backend_name
-            if name and not any(c.backend == name for c in checks):
-                raise RegistrationError(
-                    f"tool {t.name!r} depends on backend {name!r}, "
-                    "but no health check declares that backend"
-                )
-        self.registry.add_all(tools)
+        return _Declared(
+            tools, prompts, resources, checks, [s for s in servers if isinstance(s, ServerSpec)]
+        )
+
+    def _add(self, plugin: str, rec: PluginRecord, declared: _Declared) -> None:
+        """Into the registries, all or nothing: a prompt or resource refused withdraws the
+        plugin's tools (and prompts) again."""
+        self.registry.add_all(declared.tools)
         try:
-            self.prompts.add_all(prompts)
+            self.prompts.add_all(declared.prompts)
         except ValueError as exc:
-            self.registry.remove_plugin(src.name)
+            self.registry.remove_plugin(plugin)
             raise _PluginInvalid(f"invalid prompt declaration: {exc}") from None
         try:
-            self.resources.add_all(resources)
+            self.resources.add_all(declared.resources)
         except ValueError as exc:
-            self.registry.remove_plugin(src.name)
-            self.prompts.remove_plugin(src.name)
+            self.registry.remove_plugin(plugin)
+            self.prompts.remove_plugin(plugin)
             raise _PluginInvalid(f"invalid resource declaration: {exc}") from None
-        self.health.add_all(src.name, checks)
-        rec.tools = [t.name for t in tools]
-        rec.prompts = [p.name for p in prompts]
-        rec.resources = [r.key for r in resources]
-        rec.checks = [c.name for c in checks]
-        rec.servers = [s for s in servers if isinstance(s, ServerSpec)]
+        self.health.add_all(plugin, declared.checks)
+        rec.tools = [t.name for t in declared.tools]
+        rec.prompts = [p.name for p in declared.prompts]
+        rec.resources = [r.key for r in declared.resources]
+        rec.checks = [c.name for c in declared.checks]
+        rec.servers = declared.servers
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.

@@ -60,8 +60,6 @@ def build_telemetry(
             f"telemetry is on but the OpenTelemetry SDK is missing: {_INSTALL}"
         ) from None
 
-    from .recording import RECORDERS
-
     resource = Resource.create({"service.name": settings.service_name, "service.version": version})
     # The gateway stops its providers itself (Gateway.stop): no exit handler of the SDK's, so
     # a command that never served (a configuration error after start-up) exports nothing.
@@ -79,10 +77,20 @@ def build_telemetry(
         if readers
         else None
     )
+    return _telemetry(tracer_provider, meter_provider, sanitizer, version, install_global)
+
+
+def _telemetry(
+    tracer_provider: Any, meter_provider: Any, sanitizer: Sanitizer, version: str, install: bool
+) -> Telemetry:
+    """The :class:`Telemetry` over the providers built (:data:`OFF` when neither is), made the
+    process's own providers too when ``install``."""
+    from .recording import RECORDERS
+
     if tracer_provider is None and meter_provider is None:
         log.warning("telemetry is on, but OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER are none")
         return OFF
-    if install_global:
+    if install:
         from opentelemetry import metrics, trace
 
         if tracer_provider is not None:
