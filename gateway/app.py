@@ -28,7 +28,7 @@ from .instructions import build_instructions
 from .isolation import Workers
 from .limits import build_limiter
 from .mounts import Mounts
-from .pipeline import CallResult, build_pipeline
+from .pipeline import CallResult, Pipeline, build_pipeline
 from .plugins import (
     PluginLoader,
     PluginRecord,
@@ -193,19 +193,22 @@ class Gateway:
         )
         self.loader.isolate = self.workers.add
         self._load(sources)
-        self.pipeline = build_pipeline(
+        self.pipeline = self._pipeline()
+        self._started = False
+
+    def _pipeline(self) -> Pipeline:
+        return build_pipeline(
             self.registry,
             self.policy,
             self.health,
             self.sanitizer,
             self.audit,
-            default_timeout=config.default_timeout,
-            debug=config.debug,
+            default_timeout=self.config.default_timeout,
+            debug=self.config.debug,
             unavailable_hint=self.meanwhile,
             telemetry=self.telemetry,
             limiter=self.limiter,
         )
-        self._started = False
 
     def _load(self, sources: list[PluginSource]) -> None:
         """The plugins (the built-in one first), then the servers they mount."""

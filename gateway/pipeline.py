@@ -441,20 +441,7 @@ class Audit:
             # took STARTED are told how it ended, so no STARTED is left open for nothing.
             call.trace.refused("audit_unavailable")
             took = [s for s in self.audit.sinks if s not in failed]
-            if any(s.name == "postgres" for s in failed):
-                error = GatewayError(
-                    ErrorCode.BACKEND_UNAVAILABLE,
-                    f"tool {tool.name!r} was not run: the audit database cannot be reached, "
-                    "so the gateway refuses every change until it can; nothing was done. "
-                    "Retry in 30 s; if it persists, tell the operator",
-                )
-            else:
-                error = GatewayError(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"tool {tool.name!r} was not run: the audit log cannot be written, so the "
-                    "gateway refuses every change until it can; nothing was done. Tell the "
-                    "operator (the gateway log has the reason)",
-                )
+            error = _not_audited(tool.name, database=any(s.name == "postgres" for s in failed))
             if took:
                 await self.audit.write(
                     {**common, "outcome": error.code.value, **call.caller.audit_fields()}, took
@@ -486,6 +473,23 @@ class Audit:
             raise
         await outcome(result.code)
         return result
+
+
+def _not_audited(tool: str, *, database: bool) -> GatewayError:
+    """The error of a mutation refused because its STARTED record could not be written."""
+    if database:
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            f"tool {tool!r} was not run: the audit database cannot be reached, "
+            "so the gateway refuses every change until it can; nothing was done. "
+            "Retry in 30 s; if it persists, tell the operator",
+        )
+    return GatewayError(
+        ErrorCode.INTERNAL_ERROR,
+        f"tool {tool!r} was not run: the audit log cannot be written, so the "
+        "gateway refuses every change until it can; nothing was done. Tell the "
+        "operator (the gateway log has the reason)",
+    )
 
 
 class Breaker:
