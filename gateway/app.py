@@ -113,7 +113,7 @@ def _sanitizer(config: GatewayConfig) -> Sanitizer:
 def _policy(config: GatewayConfig) -> Policy:
     scopes = None
     if config.auth is not None:  # the OAuth modules are imported only for OAuth
-        from .auth.scopes import ScopePolicy
+        from .auth.settings import ScopePolicy
 
         scopes = ScopePolicy.from_config(config.auth)
     return Policy(

@@ -21,7 +21,7 @@ from gateway.auth import (
     local_identity,
     resolve_resource,
 )
-from gateway.auth.claims import audience_matches, normalize_resource
+from gateway.auth.verifier import audience_matches, normalize_resource
 from gateway.auth.keys import discovery_urls, key_algorithms
 from gateway.config import ConfigError
 from gateway.spec import Tier
