@@ -47,9 +47,8 @@ from .prompts import (
 )
 from .registry import RegisteredTool, Registry
 from .resources import RegisteredResource, ResourceRegistry
-from .rest.backend import RestBackend
+from .rest.backend import RestBackend, RestSettings
 from .rest.hub import BackendHub
-from .rest.settings import RestSettings
 from .spec import (
     HealthCheck,
     LogFn,
