@@ -42,7 +42,7 @@ from mcp import Client
 from mcp.server._otel import OpenTelemetryMiddleware
 from pydantic import BaseModel, ConfigDict
 
-from gateway import PluginContext, Tier, ToolContext, ToolSpec, hookimpl
+from gateway import PluginContext, Tier, ToolContext, ToolSpec, __version__, hookimpl
 from gateway.errors import Sanitizer
 from gateway.server import build_server
 from gateway.telemetry import OFF, Telemetry, TelemetrySettings, build_telemetry
@@ -97,7 +97,7 @@ async def per_call(
         if mode != "on":
             return OFF
         settings = TelemetrySettings.load({"enabled": True}, otel_env)
-        return build_telemetry(settings, sanitizer, otel_env)
+        return build_telemetry(settings, sanitizer, otel_env, version=__version__)
 
     gw = make_gateway(
         plugins=["orchestrator", "bench"],

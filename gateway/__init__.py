@@ -10,9 +10,8 @@ __version__ = "0.1.0"
 from .config import env_field
 from .content import Content, Message, ToolResult, audio, embedded, image, link, message, text
 from .errors import ErrorCode, GatewayError
-from .hookspecs import hookimpl
+from .hookspecs import Plugin, hookimpl
 from .inputs import InputRequest, InputRequired, Inputs, elicit, list_roots, sample
-from .parts import Plugin
 from .prompts import PromptContext, PromptSpec
 from .resources import ResourceContext, ResourceSpec, ResourceTemplateSpec
 from .spec import (

@@ -28,7 +28,7 @@ from .instructions import build_instructions
 from .isolation import Workers
 from .limits import build_limiter
 from .mounts import Mounts
-from .pipeline import CallResult, build_pipeline
+from .pipeline import CallResult, Pipeline, build_pipeline
 from .plugins import (
     PluginLoader,
     PluginRecord,
@@ -49,9 +49,8 @@ from .prompts import (
 )
 from .registry import RegisteredTool, Registry
 from .resources import RegisteredResource, ResourceRegistry
-from .rest.backend import RestBackend
+from .rest.backend import RestBackend, RestSettings
 from .rest.hub import BackendHub
-from .rest.settings import RestSettings
 from .spec import (
     HealthCheck,
     LogFn,
@@ -101,6 +100,31 @@ class OfferedTool:
     person_must_approve: bool
 
 
+def _sanitizer(config: GatewayConfig) -> Sanitizer:
+    """The gateway's sanitizer, knowing the secrets the configuration holds so far (the
+    plugins' are added as they load)."""
+    roots = [*config.data_roots, Path.cwd()]
+    sanitizer = Sanitizer.from_environment(roots=roots, env=dict(config.env))
+    if config.token is not None:
+        sanitizer.add_secrets([config.token.get_secret_value()])
+    sanitizer.add_secrets(header_secrets(config.env))
+    return sanitizer
+
+
+def _policy(config: GatewayConfig) -> Policy:
+    scopes = None
+    if config.auth is not None:  # the OAuth modules are imported only for OAuth
+        from .auth.settings import ScopePolicy
+
+        scopes = ScopePolicy.from_config(config.auth)
+    return Policy(
+        read_only=config.read_only,
+        deny_tools=frozenset(config.deny_tools),
+        confirm_each_call=config.confirm_each_call,
+        scopes=scopes,
+    )
+
+
 class Gateway:
     """Build with :func:`build_gateway`. Loading happens in the constructor and does no I/O
     beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them.
@@ -123,11 +147,7 @@ class Gateway:
     ) -> None:
         self.config = config
         self.started_at = time.time()
-        roots = [*config.data_roots, Path.cwd()]
-        self.sanitizer = Sanitizer.from_environment(roots=roots, env=dict(config.env))
-        if config.token is not None:
-            self.sanitizer.add_secrets([config.token.get_secret_value()])
-        self.sanitizer.add_secrets(header_secrets(config.env))
+        self.sanitizer = _sanitizer(config)
         # Before any plugin is imported: telemetry asked for but not installed stops here.
         self.telemetry = (telemetry or self._configured_telemetry)(self.sanitizer)
         if config.auth is not None and config.auth.introspection is not None:
@@ -141,17 +161,7 @@ class Gateway:
             breaker_reset_seconds=config.breaker_reset_seconds,
             on_breaker_change=self.telemetry.breaker_changed if self.telemetry.enabled else None,
         )
-        scopes = None
-        if config.auth is not None:  # the OAuth modules are imported only for OAuth
-            from .auth.scopes import ScopePolicy
-
-            scopes = ScopePolicy.from_config(config.auth)
-        self.policy = Policy(
-            read_only=config.read_only,
-            deny_tools=frozenset(config.deny_tools),
-            confirm_each_call=config.confirm_each_call,
-            scopes=scopes,
-        )
+        self.policy = _policy(config)
         self.backends = BackendHub(
             config.plugin_settings, self.sanitizer, unexpanded=config.unexpanded
         )
@@ -184,26 +194,35 @@ class Gateway:
         )
         self.workers.offered = lambda: frozenset(t.name for t in self.visible_tools())
         self.loader.isolate = self.workers.add
-        builtin = object_sources({BUILTIN: _StatusPlugin(self)})
-        self.loader.load_all(sources, builtin=builtin)
-        loaded = [p for p in self.loader.records if p.state is PluginState.LOADED]
-        self.mounts.add((p.name, server) for p in loaded for server in p.servers)
-        self.pipeline = build_pipeline(
+        self._load(sources)
+        self.pipeline = self._pipeline()
+        self._started = False
+
+    def _pipeline(self) -> Pipeline:
+        return build_pipeline(
             self.registry,
             self.policy,
             self.health,
             self.sanitizer,
             self.audit,
-            default_timeout=config.default_timeout,
-            debug=config.debug,
+            default_timeout=self.config.default_timeout,
+            debug=self.config.debug,
             unavailable_hint=self.meanwhile,
             telemetry=self.telemetry,
             limiter=self.limiter,
         )
-        self._started = False
+
+    def _load(self, sources: list[PluginSource]) -> None:
+        """The plugins (the built-in one first), then the servers they mount."""
+        builtin = object_sources({BUILTIN: _StatusPlugin(self)})
+        self.loader.load_all(sources, builtin=builtin)
+        loaded = [p for p in self.loader.records if p.state is PluginState.LOADED]
+        self.mounts.add((p.name, server) for p in loaded for server in p.servers)
 
     def _configured_telemetry(self, sanitizer: Sanitizer) -> Telemetry:
-        return build_telemetry(self.config.telemetry, sanitizer, self.config.env)
+        return build_telemetry(
+            self.config.telemetry, sanitizer, self.config.env, version=__version__
+        )
 
     @property
     def plugins(self) -> list[PluginRecord]:
@@ -637,6 +656,22 @@ class Gateway:
             d["visible_tool_count"] = len([t for t in rec.tools if t in visible])
             d["health"] = by_plugin.get(rec.name, [])
             plugins.append(d)
+        return {
+            "gateway": {
+                "version": __version__,
+                "read_only": self.config.read_only,
+                "config": self.config.source,
+                "uptime_seconds": round(time.time() - self.started_at, 1),
+                "tool_count": len(visible),
+            },
+            "plugins": plugins,
+            "backends": self.health.breaker_states(),
+            "problems": self._problems(results, plugins),
+        }
+
+    def _problems(self, results: list[HealthResult], plugins: list[dict[str, Any]]) -> list[str]:
+        """What needs the operator's attention, each said once: failed plugins, withheld and
+        unoffered tools, failing checks, variables the client did not have."""
         # An unconfigured backend whose tools are not offered is said once, by the plugins.
         unoffered = {
             t.spec.backend_name
@@ -673,18 +708,7 @@ class Gateway:
             line = self.sanitizer(unexpanded_problem(variable, name))
             if variable in read and not any(line in p for p in problems):  # said once
                 problems.append(line)
-        return {
-            "gateway": {
-                "version": __version__,
-                "read_only": self.config.read_only,
-                "config": self.config.source,
-                "uptime_seconds": round(time.time() - self.started_at, 1),
-                "tool_count": len(visible),
-            },
-            "plugins": plugins,
-            "backends": self.health.breaker_states(),
-            "problems": problems,
-        }
+        return problems
 
 
 class _StatusInput(BaseModel):

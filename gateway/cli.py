@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -29,7 +30,12 @@ from .config import (
 if TYPE_CHECKING:
     from .app import Gateway, HealthResult
     from .errors import Sanitizer
+    from .plugins import PluginRecord
     from .telemetry import Telemetry
+
+    #: A subcommand other than ``serve``, set on its parser with ``set_defaults(func=...)``: it
+    #: reports on the built gateway through ``emit`` (stdout) and returns the exit status.
+    _Command = Callable[[argparse.Namespace, GatewayConfig, Gateway, Callable[[str], None]], int]
 
 BUILTIN = "gateway"
 #: A bearer token guarding a non-loopback address must be at least this long.
@@ -200,10 +206,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
 
-    def command(name: str) -> argparse.ArgumentParser:
+    def command(name: str, func: _Command | None) -> argparse.ArgumentParser:
         summary, description, example = _COMMANDS[name]
         heading = "examples" if "\n" in example else "example"
-        return sub.add_parser(
+        parser = sub.add_parser(
             name,
             parents=[common],
             help=summary,
@@ -211,8 +217,34 @@ def _parser() -> argparse.ArgumentParser:
             epilog=f"{heading}:\n  {example}",
             formatter_class=_Help,
         )
+        parser.set_defaults(func=func)
+        return parser
 
-    s = command("serve")
+    _serve_options(command("serve", None))  # serve runs no _Command: see _main
+    for name, func in (
+        ("plugins", _plugins_command),
+        ("tools", _tools_command),
+        ("health", _health_command),
+    ):
+        sp = command(name, func)
+        sp.add_argument(
+            "--json", action="store_true", help="print JSON (for programs) instead of a table"
+        )
+        if name == "tools":
+            sp.add_argument(
+                "--sizes",
+                action="store_true",
+                help="bytes and estimated tokens each tool costs the model on every turn",
+            )
+    _servers_options(command("servers", _servers_command), common)
+    c = command("call", _call_command)
+    c.add_argument("tool", help="the tool's name (mcp-gateway tools lists them)")
+    c.add_argument("--args", default="{}", help="arguments as a JSON object (default {})")
+    _claude_config_options(command("claude-config", _claude_config_command))
+    return p
+
+
+def _serve_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--transport",
         choices=["stdio", "http"],
@@ -225,19 +257,8 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=None, help="HTTP port (default 8765; 0: any free port)"
     )
 
-    for name in ("plugins", "tools", "health"):
-        sp = command(name)
-        sp.add_argument(
-            "--json", action="store_true", help="print JSON (for programs) instead of a table"
-        )
-        if name == "tools":
-            sp.add_argument(
-                "--sizes",
-                action="store_true",
-                help="bytes and estimated tokens each tool costs the model on every turn",
-            )
 
-    sv = command("servers")
+def _servers_options(sv: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     sv_sub = sv.add_subparsers(dest="servers_command", metavar="ACTION", required=True)
     approve = sv_sub.add_parser(
         "approve",
@@ -249,11 +270,8 @@ def _parser() -> argparse.ArgumentParser:
         "names", nargs="*", metavar="NAME", help="servers to approve (default: all)"
     )
 
-    c = command("call")
-    c.add_argument("tool", help="the tool's name (mcp-gateway tools lists them)")
-    c.add_argument("--args", default="{}", help="arguments as a JSON object (default {})")
 
-    cc = command("claude-config")
+def _claude_config_options(cc: argparse.ArgumentParser) -> None:
     cc.add_argument(
         "--name", default=None, help="server name in Claude Code (default: server_name, gateway)"
     )
@@ -270,7 +288,6 @@ def _parser() -> argparse.ArgumentParser:
     only.add_argument(
         "--json", action="store_true", help="all parts, notes and warnings as one JSON object"
     )
-    return p
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
@@ -352,13 +369,16 @@ def _build(config: GatewayConfig, *, traced: bool, isolated: bool = False) -> Ga
     :func:`_check_started`."""
     import anyio
 
+    from . import __version__
     from .app import build_gateway
     from .telemetry import OFF, build_telemetry
 
     def telemetry(sanitizer: Sanitizer) -> Telemetry:
         if not traced:
             return OFF
-        return build_telemetry(config.telemetry, sanitizer, config.env, install_global=True)
+        return build_telemetry(
+            config.telemetry, sanitizer, config.env, version=__version__, install_global=True
+        )
 
     gateway = build_gateway(config, telemetry=telemetry)
     if isolated and gateway.workers:
@@ -450,172 +470,208 @@ def _command(args: argparse.Namespace, config: GatewayConfig, emit: Callable[[st
 def _run_command(
     args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
 ) -> int:
-    import anyio
-
     from .logs import configure_logging
 
     # The gateway's own sanitizer knows the plugins' secrets; log through it from now on.
     configure_logging(gateway.sanitizer, level=config.log_level, debug=config.debug)
+    run: _Command = args.func
+    return run(args, config, gateway, emit)
 
-    if args.command == "plugins":
-        records = [r.as_dict() for r in gateway.plugins]
-        if args.json:
-            emit(_json(records))
-        else:
-            rows = [
-                [r["name"], r["version"], r["state"], r["runs"], str(r["tool_count"]), _reason(r)]
-                for r in records
-            ]
-            emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "RUNS", "TOOLS", "REASON"]))
-        return 0
 
-    if args.command == "tools" and args.sizes:
-        from .claude import tool_sizes
-
-        sizes = tool_sizes(gateway)
-        if args.json:
-            emit(_json(sizes))
-        else:
-            total = sizes["total"]
-            rows = [
-                [r["name"], r["plugin"], str(r["bytes"]), str(r["tokens"])] for r in sizes["tools"]
-            ]
-            rows.append(
-                [f"total ({total['tools']} tools)", "", str(total["bytes"]), str(total["tokens"])]
-            )
-            emit(_table(rows, ["TOOL", "PLUGIN", "BYTES", "~TOKENS"]))
-            emit(f"({sizes['method']})")
-        return 0
-
-    if args.command == "tools":
-        tools = [
-            {"name": t.name, "plugin": t.plugin, "tier": t.tier.value, "title": t.title}
-            for t in gateway.described_tools()
+def _plugins_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
+    records = [r.as_dict() for r in gateway.plugins]
+    if args.json:
+        emit(_json(records))
+    else:
+        rows = [
+            [r["name"], r["version"], r["state"], r["runs"], str(r["tool_count"]), _reason(r)]
+            for r in records
         ]
-        if args.json:
-            emit(_json(tools))
-        else:
-            emit(
-                _table(
-                    [[t["name"], t["plugin"], t["tier"], t["title"]] for t in tools],
-                    ["TOOL", "PLUGIN", "TIER", "TITLE"],
-                )
+        emit(_table(rows, ["PLUGIN", "VERSION", "STATE", "RUNS", "TOOLS", "REASON"]))
+    return 0
+
+
+def _tools_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
+    if args.sizes:
+        return _tool_sizes(args, gateway, emit)
+    tools = [
+        {"name": t.name, "plugin": t.plugin, "tier": t.tier.value, "title": t.title}
+        for t in gateway.described_tools()
+    ]
+    if args.json:
+        emit(_json(tools))
+    else:
+        emit(
+            _table(
+                [[t["name"], t["plugin"], t["tier"], t["title"]] for t in tools],
+                ["TOOL", "PLUGIN", "TIER", "TITLE"],
             )
+        )
+    return 0
+
+
+def _tool_sizes(args: argparse.Namespace, gateway: Gateway, emit: Callable[[str], None]) -> int:
+    from .claude import tool_sizes
+
+    sizes = tool_sizes(gateway)
+    if args.json:
+        emit(_json(sizes))
         return 0
+    total = sizes["total"]
+    rows = [[r["name"], r["plugin"], str(r["bytes"]), str(r["tokens"])] for r in sizes["tools"]]
+    rows.append([f"total ({total['tools']} tools)", "", str(total["bytes"]), str(total["tokens"])])
+    emit(_table(rows, ["TOOL", "PLUGIN", "BYTES", "~TOKENS"]))
+    emit(f"({sizes['method']})")
+    return 0
 
-    if args.command == "health":
-        late: list[ConfigError] = []
 
-        async def run_health() -> list[HealthResult]:
-            async with gateway:
-                try:
-                    _check_started(gateway, config)
-                except ConfigError as exc:  # reported with the rest, then exit 2
-                    late.append(exc)
-                return await gateway.check_health(use_cache=False)
+def _health_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
+    import anyio
 
-        checks = anyio.run(run_health)
-        failed = [r for r in checks if r.blocking]
-        results = [r.as_dict() for r in checks]
-        plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
-        withheld = [
-            {"plugin": p.name, "tool": tool, "reason": why}
-            for p in gateway.plugins
-            for tool, why in p.withheld.items()
-        ]
-        if args.json:
-            emit(
-                _json(
-                    {
-                        "ok": not failed,
-                        "checks": results,
-                        "failed_plugins": [p.as_dict() for p in plugin_failures],
-                        "withheld_tools": withheld,
-                    }
-                )
-            )
-        else:
-            rows = [
-                [
-                    r["plugin"],
-                    r["check"],
-                    r["status"],
-                    "yes" if r["required"] else "no",
-                    r["detail"] or "",
-                ]
-                for r in results
-            ]
-            emit(
-                _table(rows, ["PLUGIN", "CHECK", "STATUS", "REQUIRED", "DETAIL"])
-                if rows
-                else "no health checks registered"
-            )
-            for p in plugin_failures:
-                emit(f"plugin {p.name} failed to load: {p.reason}")
-            for w in withheld:
-                emit(f"plugin {w['plugin']}: tool {w['tool']} withheld: {w['reason']}")
-        if late:
-            return _config_error(late[0])
-        return 1 if failed or plugin_failures or withheld else 0
+    late: list[ConfigError] = []
 
-    if args.command == "call":
-        try:
-            arguments = json.loads(args.args)
-        except json.JSONDecodeError as exc:
-            sys.stderr.write(f"mcp-gateway: --args is not valid JSON ({exc.msg} at {exc.pos})\n")
-            return 2
-        except RecursionError:
-            sys.stderr.write("mcp-gateway: --args is nested too deeply\n")
-            return 2
-
-        async def run_call() -> Any:
-            async with gateway:
+    async def run_health() -> list[HealthResult]:
+        async with gateway:
+            try:
                 _check_started(gateway, config)
-                return await gateway.call(args.tool, arguments)
+            except ConfigError as exc:  # reported with the rest, then exit 2
+                late.append(exc)
+            return await gateway.check_health(use_cache=False)
 
-        try:
-            result = anyio.run(run_call)
-        except ConfigError as exc:
-            return _config_error(exc)
-        if result.input_required is not None:
-            asked = ", ".join(sorted(result.input_required.needs()))
-            sys.stderr.write(
-                f"mcp-gateway: tool {args.tool} asks the client for input first ({asked}), "
-                "which a call from the command line cannot give; call it from an MCP client\n"
-            )
-            return 1
-        emit(_json(result.payload))
-        return 1 if result.is_error else 0
+    checks = anyio.run(run_health)
+    failed = [r for r in checks if r.blocking]
+    plugin_failures = [p for p in gateway.plugins if p.state.value == "failed"]
+    withheld = [
+        {"plugin": p.name, "tool": tool, "reason": why}
+        for p in gateway.plugins
+        for tool, why in p.withheld.items()
+    ]
+    results = [r.as_dict() for r in checks]
+    if args.json:
+        report = {
+            "ok": not failed,
+            "checks": results,
+            "failed_plugins": [p.as_dict() for p in plugin_failures],
+            "withheld_tools": withheld,
+        }
+        emit(_json(report))
+    else:
+        _health_table(results, plugin_failures, withheld, emit)
+    if late:
+        return _config_error(late[0])
+    return 1 if failed or plugin_failures or withheld else 0
 
-    if args.command == "servers":
-        try:
-            code, lines = anyio.run(gateway.mounts.approve, list(args.names))
-        except ConfigError as exc:
-            return _config_error(exc)
-        for line in lines:
-            emit(line)
-        return code
 
-    if args.command == "claude-config":
-        from .claude import ADD_NOTE, claude_config
+def _health_table(
+    results: list[dict[str, Any]],
+    plugin_failures: list[PluginRecord],
+    withheld: list[dict[str, str]],
+    emit: Callable[[str], None],
+) -> None:
+    rows = [
+        [r["plugin"], r["check"], r["status"], "yes" if r["required"] else "no", r["detail"] or ""]
+        for r in results
+    ]
+    emit(
+        _table(rows, ["PLUGIN", "CHECK", "STATUS", "REQUIRED", "DETAIL"])
+        if rows
+        else "no health checks registered"
+    )
+    for p in plugin_failures:
+        emit(f"plugin {p.name} failed to load: {p.reason}")
+    for w in withheld:
+        emit(f"plugin {w['plugin']}: tool {w['tool']} withheld: {w['reason']}")
 
-        cc = claude_config(gateway, args.name or config.server_name, config_path=args.config)
-        if args.json:
-            emit(_json(cc.as_dict()))
-            return 0
-        for warning in cc.warnings:
-            sys.stderr.write(f"mcp-gateway: warning: {warning}\n")
-        if args.mcp_json:
-            emit(_json(cc.mcp_json()))
-        elif args.settings:
-            emit(_json(cc.settings_json()))
-        elif args.add:
-            emit(cc.add_command())
-            sys.stderr.write(f"mcp-gateway: note: {ADD_NOTE}\n")
-        else:
-            emit(cc.text())
+
+def _call_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
+    import anyio
+
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        sys.stderr.write(f"mcp-gateway: --args is not valid JSON ({exc.msg} at {exc.pos})\n")
+        return 2
+    except RecursionError:
+        sys.stderr.write("mcp-gateway: --args is nested too deeply\n")
+        return 2
+
+    async def run_call() -> Any:
+        async with gateway:
+            _check_started(gateway, config)
+            return await gateway.call(args.tool, arguments)
+
+    try:
+        result = anyio.run(run_call)
+    except ConfigError as exc:
+        return _config_error(exc)
+    if result.input_required is not None:
+        asked = ", ".join(sorted(result.input_required.needs()))
+        sys.stderr.write(
+            f"mcp-gateway: tool {args.tool} asks the client for input first ({asked}), "
+            "which a call from the command line cannot give; call it from an MCP client\n"
+        )
+        return 1
+    emit(_json(result.payload))
+    return 1 if result.is_error else 0
+
+
+def _servers_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
+    import anyio
+
+    try:
+        code, lines = anyio.run(gateway.mounts.approve, list(args.names))
+    except ConfigError as exc:
+        return _config_error(exc)
+    for line in lines:
+        emit(line)
+    return code
+
+
+def _claude_config_command(
+    args: argparse.Namespace, config: GatewayConfig, gateway: Gateway, emit: Callable[[str], None]
+) -> int:
+    from .claude import ADD_NOTE, claude_config
+
+    cc = claude_config(gateway, args.name or config.server_name, config_path=args.config)
+    if args.json:
+        emit(_json(cc.as_dict()))
         return 0
-    return 2  # pragma: no cover - argparse enforces the choices
+    for warning in cc.warnings:
+        sys.stderr.write(f"mcp-gateway: warning: {warning}\n")
+    if args.mcp_json:
+        emit(_json(cc.mcp_json()))
+    elif args.settings:
+        emit(_json(cc.settings_json()))
+    elif args.add:
+        emit(cc.add_command())
+        sys.stderr.write(f"mcp-gateway: note: {ADD_NOTE}\n")
+    else:
+        emit(cc.text())
+    return 0
+
+
+def _serving() -> None:
+    """Before serving: the start-up objects frozen, the cyclic garbage collector on again.
+
+    Starting a server creates hundreds of thousands of objects that live as long as the process
+    (the SDK's and the plugins' modules, classes and models) and almost no garbage, so each
+    collection the allocations trigger while starting walks them all for nothing. ``serve``
+    pauses the collector until the server is built, then freezes what exists (``gc.freeze``:
+    later collections skip the start-up objects, as CPython's documentation suggests for
+    long-lived processes) and lets it run again for the calls.
+    """
+    gc.freeze()
+    gc.enable()
 
 
 def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
@@ -629,9 +685,7 @@ def _serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 
 
 def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
-    from .startup import pause_collector, resume_collector
-
-    pause_collector()  # until the server is built; the SDK's import is most of a start
+    gc.disable()  # until the server is built; the SDK's import is most of a start (see _serving)
     from .logs import configure_logging
     from .stdio import protected_stdio, stdout_to_stderr
 
@@ -655,7 +709,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                     f"{'; ' + missing if missing else ''}; Ctrl-C to stop\n"
                 )
                 sys.stderr.flush()
-            resume_collector()
+            _serving()
             try:
                 run_stdio(gateway, wire, guard, started=lambda gw: _check_started(gw, config))
             except ConfigError as exc:  # an isolated plugin's settings, checked as it loaded
@@ -682,7 +736,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
         # The SDK and the web stack only once the start passed its checks, as for stdio.
         from .http import HttpSettingsError, serve_http
 
-        resume_collector()
+        _serving()
         try:
             serve_http(gateway, host=args.host, port=args.port, guard=guard)
         except HttpSettingsError as exc:

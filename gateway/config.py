@@ -43,13 +43,11 @@ from pydantic import (
     field_validator,
 )
 
-from .configfile import TomlLines, closest
-
 # Re-exported: plugins, tests and the docs import these from here.
 from .configkit import ConfigError as ConfigError
+from .configkit import TomlLines, closest, file_value_problem, is_secret
 from .configkit import env_field as env_field
 from .configkit import field_env_names as field_env_names
-from .configkit import file_value_problem, is_secret
 from .configkit import resolve_env_refs as resolve_env_refs
 from .configkit import value_reason as value_reason
 
@@ -528,45 +526,10 @@ def load_config(
         source = Path(path).name
         _check_sections(data, lines)
 
-    fields = GatewaySettings.model_fields
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    for key, value in data.get("gateway", {}).items():
-        origins[key] = lines.where(("gateway", key))
-        _check_written(GatewaySettings, key, value, f"{origins[key]}: [gateway] {key}")
-        values[key] = _resolve_refs(value, env, f"{origins[key]}: [gateway] {key}")
-    for name, value in env.items():
-        if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}CONFIG" or value == "":
-            continue  # an empty variable counts as unset
-        key = name[len(ENV_PREFIX) :].lower()
-        if key in fields:  # other MCP_GATEWAY_* variables may be a plugin's (env_field)
-            values[key], origins[key] = _from_env(key, value, name), name
-    for key, value in (overrides or {}).items():
-        if key not in fields:
-            raise ConfigError(f"unknown gateway setting {key!r}{closest(key, list(fields))}")
-        values[key], origins[key] = value, key
-    for key in _LISTS & set(values):
-        if isinstance(values[key], list):
-            values[key] = [v.strip() if isinstance(v, str) else v for v in values[key]]
-            values[key] = [v for v in values[key] if v != ""]
+    values, origins = _gateway_values(data, lines, env, overrides)
     settings = _validate(values, origins)
     _check_shared_services(settings, origins)
-
-    tables: dict[str, dict[str, Any]] = {}
-    references: set[str] = set()
-    for name, table in data.get("plugins", {}).items():
-        origins[f"plugins.{name}"] = lines.where(("plugins", name))
-        tables[name] = {}
-        for k, v in table.items():
-            # Each key's line, and whether it was written as a $env reference: a plugin's
-            # settings are checked against its model only once the plugin is loaded.
-            origins[f"plugins.{name}.{k}"] = lines.where(("plugins", name, k))
-            if _is_reference(v):
-                references.add(f"plugins.{name}.{k}")
-            tables[name][k] = _resolve_refs(
-                v, env, f"{origins[f'plugins.{name}.{k}']}: [plugins.{name}] {k}"
-            )
-
+    tables, references = _plugin_tables(data, lines, env, origins)
     if data.get("servers"):
         tables[SERVERS_PLUGIN] = _servers(data["servers"], tables.get(SERVERS_PLUGIN), env, lines)
         origins["servers"] = lines.where(("servers", next(iter(data["servers"]))))
@@ -602,6 +565,60 @@ def load_config(
         "references": references,
     }
     return GatewayConfig.model_construct(**{**dict(settings), **resolved})
+
+
+def _gateway_values(
+    data: dict[str, Any],
+    lines: TomlLines,
+    env: dict[str, str],
+    overrides: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``[gateway]`` table, then ``MCP_GATEWAY_*`` variables, then ``overrides``, each
+    value with where it came from (file:line, variable or key), not yet validated."""
+    fields = GatewaySettings.model_fields
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for key, value in data.get("gateway", {}).items():
+        origins[key] = lines.where(("gateway", key))
+        _check_written(GatewaySettings, key, value, f"{origins[key]}: [gateway] {key}")
+        values[key] = _resolve_refs(value, env, f"{origins[key]}: [gateway] {key}")
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}CONFIG" or value == "":
+            continue  # an empty variable counts as unset
+        key = name[len(ENV_PREFIX) :].lower()
+        if key in fields:  # other MCP_GATEWAY_* variables may be a plugin's (env_field)
+            values[key], origins[key] = _from_env(key, value, name), name
+    for key, value in (overrides or {}).items():
+        if key not in fields:
+            raise ConfigError(f"unknown gateway setting {key!r}{closest(key, list(fields))}")
+        values[key], origins[key] = value, key
+    for key in _LISTS & set(values):
+        if isinstance(values[key], list):
+            values[key] = [v.strip() if isinstance(v, str) else v for v in values[key]]
+            values[key] = [v for v in values[key] if v != ""]
+    return values, origins
+
+
+def _plugin_tables(
+    data: dict[str, Any], lines: TomlLines, env: dict[str, str], origins: dict[str, str]
+) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """The ``[plugins.*]`` tables, references resolved, and which keys were written as
+    ``$env`` references; each key's line goes into ``origins``."""
+    tables: dict[str, dict[str, Any]] = {}
+    references: set[str] = set()
+    for name, table in data.get("plugins", {}).items():
+        origins[f"plugins.{name}"] = lines.where(("plugins", name))
+        tables[name] = {}
+        for k, v in table.items():
+            # Each key's line, and whether it was written as a $env reference: a plugin's
+            # settings are checked against its model only once the plugin is loaded.
+            origins[f"plugins.{name}.{k}"] = lines.where(("plugins", name, k))
+            if _is_reference(v):
+                references.add(f"plugins.{name}.{k}")
+            tables[name][k] = _resolve_refs(
+                v, env, f"{origins[f'plugins.{name}.{k}']}: [plugins.{name}] {k}"
+            )
+    return tables, references
 
 
 def _is_reference(value: Any) -> bool:

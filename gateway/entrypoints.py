@@ -1,23 +1,16 @@
-"""The plugins installed as entry points, read from the installation's metadata once while it
-stays the same.
+"""The plugins installed as entry points, read from the installation's metadata once per process.
 
 A scan reads every installed distribution's entry points and parses the metadata of each
-plugin's distribution (~10 ms of CPU). The CLI's checks and the gateway a command builds
-share one scan, and so do the many gateways one process may build (the test kit builds one
-per test). Nothing is imported here: a plugin's module is imported by ``load``.
-
-A scan is reused while the import path, the working directory (for relative entries) and
-the installed distributions are the ones it saw: every ``*.dist-info`` folder with its
-modification time and its ``entry_points.txt``'s size and time (~1 ms to take). Installing or
-removing a distribution changes that, however soon after a scan; so does rewriting its entry
-points in place.
+plugin's distribution (~10 ms of CPU). The CLI's checks, the gateway a command builds and its
+isolated plugins' settings share one scan: plugins load at start-up, so a distribution
+installed later counts at the next start. Nothing is imported here: a plugin's module is
+imported by ``load``. The test kit, whose process builds a gateway per test while tests
+install distributions, reads again when the installation changed (:func:`forget_installed`).
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,45 +29,20 @@ class InstalledPlugin:
     load: Callable[[], object]
 
 
-_Key = tuple[tuple[str, ...], str, list[tuple[str, int, tuple[int, int] | None]]]
-_SCANS: dict[str, tuple[_Key, tuple[InstalledPlugin, ...]]] = {}
+_SCANS: dict[str, tuple[InstalledPlugin, ...]] = {}
 
 
 def installed_plugins(group: str = ENTRY_POINT_GROUP) -> tuple[InstalledPlugin, ...]:
     """The group's entry points, sorted by name, then distribution."""
-    path = tuple(sys.path)
-    cwd = os.getcwd() if any(not os.path.isabs(entry) for entry in path) else ""
-    key = (path, cwd, distributions())
-    seen = _SCANS.get(group)
-    if seen is not None and seen[0] == key:
-        return seen[1]
-    found = tuple(sorted(_scan(group), key=lambda p: (p.name, p.distribution)))
-    _SCANS[group] = (key, found)
+    found = _SCANS.get(group)
+    if found is None:
+        found = _SCANS[group] = tuple(sorted(_scan(group), key=lambda p: (p.name, p.distribution)))
     return found
 
 
-def distributions() -> list[tuple[str, int, tuple[int, int] | None]]:
-    """Every ``*.dist-info`` on ``sys.path`` with its folder's modification time and its
-    ``entry_points.txt``'s size and time (rewritten in place, it names other modules)."""
-    out = []
-    for entry in sys.path:
-        try:
-            with os.scandir(entry or ".") as it:
-                for d in it:
-                    if d.name.endswith(".dist-info"):
-                        points = _size_and_time(os.path.join(d.path, "entry_points.txt"))
-                        out.append((d.name, d.stat().st_mtime_ns, points))
-        except OSError:
-            continue
-    return sorted(out, key=lambda d: d[:2])
-
-
-def _size_and_time(file: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(file)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
+def forget_installed() -> None:
+    """Read the installation again at the next :func:`installed_plugins`."""
+    _SCANS.clear()
 
 
 def _scan(group: str) -> list[InstalledPlugin]:

@@ -3,7 +3,9 @@
 Plugins raise :class:`GatewayError` for failures the model should see and act on. Anything
 else a handler raises is an accident: the core logs it (redacted) and the client sees a
 generic ``INTERNAL_ERROR`` with a correlation id. Every message leaving the gateway, error or
-log line, goes through :class:`Sanitizer` first.
+log line, goes through :class:`Sanitizer` first. A backend's HTTP status and the exceptions of
+HTTP client libraries map to codes here too (:func:`status_error`, :func:`classify_exception`), once
+for the pipeline, health checks and the REST kit.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import enum
 import json
 import os
 import re
-from collections.abc import Iterable
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -559,3 +563,167 @@ class Sanitizer:
         if limit and len(s) > limit:
             s = s[: limit - 1].rstrip() + "…"
         return s
+
+
+# HTTP status → structured error, once for every REST backend and for the httpx exceptions
+# plugin code lets escape (no httpx needed here). A call can override the answer for any status
+# with a StatusRule.
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong, for messages and rules: the status, the backend's reason, what was asked
+    (``what``: "job 0c3…"), which backend (``title``: "the orchestrator API"), a hint naming the
+    credential settings, and the call's values (path and query parameters) for templates."""
+
+    status: int
+    reason: str
+    what: str
+    title: str
+    credentials_hint: str = "check the backend's credentials"
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: How a call answers one status: an error code (default message), a message template (default
+#: code for the status) with ``{reason}``, ``{status}``, ``{what}``, ``{title}`` and the call's
+#: values (path, query and body fields), both as a tuple, or a function returning the exception
+#: to raise (e.g. a plugin's own signal).
+StatusRule = ErrorCode | str | tuple[ErrorCode, str] | Callable[[Failure], BaseException]
+
+
+def _with_reason(message: str, reason: str) -> str:
+    return f"{message}: {reason}" if reason else message
+
+
+def default_error(f: Failure) -> GatewayError:
+    """The answer when a call has no rule for this status."""
+    s = f.status
+    if s == 400 or s == 409:
+        return GatewayError(
+            ErrorCode.CONFLICT, _with_reason(f"{f.title} refused this for {f.what}", f.reason)
+        )
+    if s in (401, 403):
+        return GatewayError(
+            ErrorCode.PERMISSION_DENIED,
+            _with_reason(f"{f.title} refused access (HTTP {s}); {f.credentials_hint}", f.reason),
+        )
+    if s == 404:
+        return GatewayError(
+            ErrorCode.NOT_FOUND, _with_reason(f"{f.title} found no {f.what}", f.reason)
+        )
+    if s == 422:
+        return GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            _with_reason(f"{f.title} rejected the arguments for {f.what}", f.reason),
+        )
+    if s == 429:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR, f"{f.title} is limiting requests (HTTP 429); retry in a minute"
+        )
+    if s >= 500:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            _with_reason(f"{f.title} failed with HTTP {s} on {f.what}", f.reason) + "; retry later",
+        )
+    return GatewayError(
+        ErrorCode.BACKEND_ERROR,
+        _with_reason(f"{f.title} answered HTTP {s} for {f.what}", f.reason),
+        retryable=False,
+    )
+
+
+#: What every message template may name besides the call's values.
+FAILURE_FIELDS = ("reason", "status", "what", "title")
+
+
+def template_fields(rule: StatusRule) -> list[str]:
+    """The names a rule's message template fills (``{quantity}``, ``{job.id}`` → ``job``);
+    none for a code or a function."""
+    template = rule if isinstance(rule, str) else rule[1] if isinstance(rule, tuple) else None
+    if template is None:
+        return []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:  # an unmatched brace: rendered as written
+        return []
+    names = []
+    for _, field_name, _, _ in parsed:
+        if field_name:
+            names.append(field_name.split(".", 1)[0].split("[", 1)[0])
+    return names
+
+
+class _Values(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def render(template: str, f: Failure) -> str:
+    values = _Values({k: v for k, v in f.values.items() if v is not None})
+    values.update(reason=f.reason, status=f.status, what=f.what, title=f.title)
+    try:
+        return string.Formatter().vformat(template, (), values)
+    except (ValueError, IndexError, AttributeError):
+        return template
+
+
+def status_error(f: Failure, rules: Mapping[int, StatusRule] | None = None) -> BaseException:
+    """The exception for a failed answer: the call's rule for the status, else the default."""
+    rule = (rules or {}).get(f.status)
+    default = default_error(f)
+    if rule is None:
+        return default
+    if isinstance(rule, ErrorCode):
+        return GatewayError(rule, default.message)
+    if isinstance(rule, str):
+        return GatewayError(default.code, render(rule, f), retryable=default.retryable)
+    if isinstance(rule, tuple):
+        code, template = rule
+        return GatewayError(code, render(template, f))
+    return rule(f)
+
+
+def classify_exception(exc: BaseException) -> GatewayError | None:
+    """Map well-known exceptions of HTTP client libraries to structured errors, without
+    importing them.
+
+    For plugins that call ``httpx`` themselves (the REST kit maps its own answers): refused,
+    dropped or timed-out connections mean the backend is down; an ``HTTPStatusError`` is mapped
+    by status, like the kit's answers (a 404 is not worth retrying, a 503 is).
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    module = type(exc).__module__.split(".")[0]
+    if module in {"httpx", "httpcore", "httpx2"}:
+        if names & {"ConnectTimeout", "PoolTimeout"}:
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
+                "the backend did not accept a connection in time",
+                backend_down=True,
+            )
+        if names & {"TimeoutException"}:
+            return GatewayError(
+                ErrorCode.TIMEOUT, "the backend did not answer in time", backend_down=True
+            )
+        if names & {"ConnectError", "NetworkError"}:
+            return GatewayError(
+                ErrorCode.BACKEND_UNAVAILABLE,
+                "the backend refused or dropped the connection",
+                backend_down=True,
+            )
+        if "HTTPStatusError" in names:
+            response = getattr(exc, "response", None)
+            status = getattr(response, "status_code", 0)
+            if isinstance(status, int) and status >= 300:
+                err = status_error(Failure(status, "", "this request", "the backend"))
+                if isinstance(err, GatewayError):
+                    return err
+            return GatewayError(ErrorCode.BACKEND_ERROR, "the backend answered an error status")
+        if names & {"RemoteProtocolError", "DecodingError", "TransportError"}:
+            return GatewayError(ErrorCode.BACKEND_ERROR, "the backend sent a malformed response")
+    if isinstance(exc, ConnectionError):
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            "the backend refused or dropped the connection",
+            backend_down=True,
+        )
+    return None

@@ -30,9 +30,8 @@ from typing import Any, Literal
 
 import anyio
 
-from .errors import ErrorCode, GatewayError, Sanitizer
+from .errors import ErrorCode, GatewayError, Sanitizer, classify_exception
 from .lifecycle import plugin_fault
-from .rest.status import classify_exception
 from .spec import HealthCheck, NotInitialized
 
 log = logging.getLogger("gateway.health")

@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .app import Gateway
 from .auth.identity import ANONYMOUS, TOKEN_HOLDER, calling_as
 from .auth.settings import AuthConfig, AuthConfigError, is_loopback_host
+from .config import GatewayConfig
 from .connections import GuardedH11Protocol
 from .lifecycle import SignalGuard, run
 from .limits import LimitGate
@@ -375,6 +376,34 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _who_may_call(cfg: GatewayConfig, token: str | None) -> str:
+    """The start line's words for who may call."""
+    if cfg.auth is not None:
+        return f"OAuth access tokens from {cfg.auth.issuer}"
+    if token:
+        return "bearer token required (MCP_GATEWAY_TOKEN)"
+    return "no token required (loopback only)"
+
+
+def _uvicorn_config(app: Any, host: str, port: int) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        http=GuardedH11Protocol,
+        # uvicorn's loggers go through the gateway's handler (redacted, rate-limited, never
+        # blocking on a full stderr) instead of handlers of their own.
+        log_config=None,
+        log_level="warning",
+        timeout_keep_alive=5,
+        # uvicorn's limit on a request's header block (h11 refuses more with 400).
+        h11_max_incomplete_event_size=16 * 1024,
+    )
+
+
 def serve_http(
     gateway: Gateway, *, host: str, port: int, guard: SignalGuard | None = None, **kwargs: Any
 ) -> None:
@@ -386,12 +415,7 @@ def serve_http(
     kwargs.setdefault("allowed_origins", cfg.allowed_origins)
     app = build_http_app(gateway, host=host, port=port, token=token, **kwargs)
     sock = _listen(host, port)  # once the settings passed: a refused start binds nothing
-    if cfg.auth is not None:
-        auth = f"OAuth access tokens from {cfg.auth.issuer}"
-    elif token:
-        auth = "bearer token required (MCP_GATEWAY_TOKEN)"
-    else:
-        auth = "no token required (loopback only)"
+    auth = _who_may_call(cfg, token)
     missing = gateway.unoffered_summary()
 
     class _Server(uvicorn.Server):
@@ -410,21 +434,7 @@ def serve_http(
                 )
                 sys.stderr.flush()
 
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        lifespan="on",
-        http=GuardedH11Protocol,
-        # uvicorn's loggers go through the gateway's handler (redacted, rate-limited, never
-        # blocking on a full stderr) instead of handlers of their own.
-        log_config=None,
-        log_level="warning",
-        timeout_keep_alive=5,
-        # uvicorn's limit on a request's header block (h11 refuses more with 400).
-        h11_max_incomplete_event_size=16 * 1024,
-    )
-    server = _Server(config)
+    server = _Server(_uvicorn_config(app, host, port))
 
     def stop() -> None:
         server.should_exit = True

@@ -47,7 +47,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from .config import GatewayConfig, default_audit_log
-from .configfile import closest
+from .configkit import closest
 from .errors import Sanitizer, secret_name
 from .health import HealthMonitor
 from .mounted import mount_extras
@@ -329,6 +329,31 @@ class Screened:
 Listener = Callable[[], Awaitable[None]]
 
 
+def _approve_hint(spec: ServerSpec) -> str:
+    return f"approve with: mcp-gateway servers approve {spec.name}"
+
+
+def _chosen(
+    spec: ServerSpec, listed: list[dict[str, Any]], notes: list[str]
+) -> list[dict[str, Any]]:
+    """The listed tools the server's settings select (``tools``, ``deny_tools``); a note for
+    each name those settings give that the server does not list."""
+    by_name = {str(t["name"]): t for t in listed if isinstance(t.get("name"), str)}
+    for key, names in (
+        ("tools", spec.tools or ()),
+        ("deny_tools", spec.deny_tools),
+        ("tiers", tuple(spec.tiers)),
+    ):
+        for missing in [n for n in names if n not in by_name]:
+            hint = closest(missing, list(by_name))
+            notes.append(f"{key} names {missing!r}, which the server does not list{hint}")
+    return [
+        t
+        for n, t in by_name.items()
+        if (spec.tools is None or n in spec.tools) and n not in spec.deny_tools
+    ]
+
+
 class Mounts:
     """The servers of one gateway: registered at load (no I/O), run from :meth:`start` to
     :meth:`stop`, their tools kept in the registry as they list them."""
@@ -558,23 +583,25 @@ class Mounts:
         """Which of ``listed`` are served, which are held and why, what to note."""
         upstream = record.upstream
         assert upstream is not None and record.context is not None
-        spec = upstream.spec
         out = Screened()
-        by_name = {str(t["name"]): t for t in listed if isinstance(t.get("name"), str)}
-        for key, names in (
-            ("tools", spec.tools or ()),
-            ("deny_tools", spec.deny_tools),
-            ("tiers", tuple(spec.tiers)),
-        ):
-            for missing in [n for n in names if n not in by_name]:
-                hint = closest(missing, list(by_name))
-                out.notes.append(f"{key} names {missing!r}, which the server does not list{hint}")
-        chosen = [
-            t
-            for n, t in by_name.items()
-            if (spec.tools is None or n in spec.tools) and n not in spec.deny_tools
-        ]
-        approve = f"approve with: mcp-gateway servers approve {spec.name}"
+        chosen = _chosen(upstream.spec, listed, out.notes)
+        approved = self._approved(upstream.spec, chosen, out, record_first_use=record_first_use)
+        if approved is not None:
+            for tool in chosen:
+                self._admit(record, tool, approved.get(tool["name"]), out)
+        return out
+
+    def _approved(
+        self,
+        spec: ServerSpec,
+        chosen: list[dict[str, Any]],
+        out: Screened,
+        *,
+        record_first_use: bool,
+    ) -> dict[str, Any] | None:
+        """The approved definitions of the server's tools, those seen for the first time
+        recorded (``pin = "first-use"``); ``None`` when none can be trusted (all held)."""
+        approve = _approve_hint(spec)
         try:
             approved = self.pins.read(spec.name)
         except Untrusted as exc:
@@ -583,13 +610,13 @@ class Mounts:
                 out.held[spec.prefix + tool["name"]] = (
                     f"the approved definitions ({path}) {exc}, so none is trusted; {approve}"
                 )
-            return out
+            return None
         if approved is None and spec.pin == "approve":
             for tool in chosen:
                 out.held[spec.prefix + tool["name"]] = (
                     f'not approved yet (pin = "approve"); {approve}'
                 )
-            return out
+            return None
         # Trust on first use, tool by tool: what was never seen is recorded as it is now (a
         # server adding tools later adds them); what was seen must still be what it was.
         approved = dict(approved or {})
@@ -610,44 +637,52 @@ class Mounts:
             except OSError as exc:
                 out.notes.append(f"its tool definitions could not be recorded ({exc.strerror})")
         approved.update(first)
-        for tool in chosen:
-            original = tool["name"]
-            published = spec.prefix + original
-            pinned = approved.get(original)
-            now = definition(tool)
-            if pinned is None:
-                out.held[published] = f'a new tool, not approved yet (pin = "approve"); {approve}'
-                continue
-            if pinned != now:
-                what = ", ".join(changes(pinned, now)) or "its definition"
-                out.held[published] = f"{what} changed since it was approved; {approve}"
-                continue
-            if not MCP_TOOL_NAME.fullmatch(published):
-                out.held[published] = "its name is not a valid MCP tool name"
-                continue
-            try:
-                checker = compile_schema(tool.get("inputSchema") or {"type": "object"})
-                type(checker).check_schema(checker.schema)
-            except Exception as exc:
-                out.held[published] = self.sanitizer(
-                    f"its inputSchema is not a valid JSON Schema ({type(exc).__name__})"
-                )
-                continue
-            made = mounted_tool(spec, tool, record.context, upstream)
-            made._checker = checker
-            out.tools.append(made)
-            if len(made.description) > MAX_DESCRIPTION_CHARS:
-                out.notes.append(
-                    f"tool {published}: its description is {len(made.description)} characters; "
-                    f"Claude Code cuts it after {MAX_DESCRIPTION_CHARS}"
-                )
-            full = full_tool_name(self.config.server_name, published)
-            if len(full) > MAX_FULL_NAME:
-                out.notes.append(
-                    f"tool {published}: {full} is {len(full)} characters; Claude Code drops "
-                    f"tools whose full name is over {MAX_FULL_NAME} (a shorter prefix helps)"
-                )
-        return out
+        return approved
+
+    def _admit(
+        self, record: ServerRecord, tool: dict[str, Any], pinned: Any, out: Screened
+    ) -> None:
+        """Serve one listed tool, or hold it with the reason: unapproved, changed since it was
+        approved, an invalid name or input schema; note what Claude Code would cut."""
+        upstream = record.upstream
+        assert upstream is not None and record.context is not None
+        spec = upstream.spec
+        published = spec.prefix + tool["name"]
+        now = definition(tool)
+        if pinned is None:
+            out.held[published] = (
+                f'a new tool, not approved yet (pin = "approve"); {_approve_hint(spec)}'
+            )
+            return
+        if pinned != now:
+            what = ", ".join(changes(pinned, now)) or "its definition"
+            out.held[published] = f"{what} changed since it was approved; {_approve_hint(spec)}"
+            return
+        if not MCP_TOOL_NAME.fullmatch(published):
+            out.held[published] = "its name is not a valid MCP tool name"
+            return
+        try:
+            checker = compile_schema(tool.get("inputSchema") or {"type": "object"})
+            type(checker).check_schema(checker.schema)
+        except Exception as exc:
+            out.held[published] = self.sanitizer(
+                f"its inputSchema is not a valid JSON Schema ({type(exc).__name__})"
+            )
+            return
+        made = mounted_tool(spec, tool, record.context, upstream)
+        made._checker = checker
+        out.tools.append(made)
+        if len(made.description) > MAX_DESCRIPTION_CHARS:
+            out.notes.append(
+                f"tool {published}: its description is {len(made.description)} characters; "
+                f"Claude Code cuts it after {MAX_DESCRIPTION_CHARS}"
+            )
+        full = full_tool_name(self.config.server_name, published)
+        if len(full) > MAX_FULL_NAME:
+            out.notes.append(
+                f"tool {published}: {full} is {len(full)} characters; Claude Code drops "
+                f"tools whose full name is over {MAX_FULL_NAME} (a shorter prefix helps)"
+            )
 
     def pinned_tools(self) -> list[MountedTool]:
         """The approved tools of servers that have not listed theirs in this process, from
@@ -696,10 +731,20 @@ class Mounts:
                 before[name] = self.pins.read(name)
             except Untrusted:
                 before[name] = None
-        await self.start(only=set(before))
+        await self._listings(list(before))
+        for name, old in before.items():
+            approved, line = self._record_approval(name, old)
+            lines.append(line)
+            code = code if approved else 1
+        return code, lines
+
+    async def _listings(self, names: list[str]) -> None:
+        """Start the servers named and wait (``APPROVE_WAIT`` at most) until each has listed
+        its tools or given up restarting; then stop them."""
+        await self.start(only=set(names))
         try:
             with anyio.move_on_after(APPROVE_WAIT):
-                for name in before:
+                for name in names:
                     upstream = self.records[name].upstream
                     assert upstream is not None
                     while not upstream.answered.is_set() and upstream.restarts < 2:
@@ -707,28 +752,28 @@ class Mounts:
                             await upstream.answered.wait()
         finally:
             await self.stop()
-        for name, old in before.items():
-            record = self.records[name]
-            assert record.upstream is not None
-            if record.listing is None:
-                lines.append(f"{name}: not approved: {record.upstream.reason or 'no answer'}")
-                code = 1
-                continue
-            spec = record.upstream.spec
-            now = {
-                str(t["name"]): definition(t)
-                for t in record.listing.tools
-                if (spec.tools is None or t.get("name") in spec.tools)
-                and t.get("name") not in spec.deny_tools
-            }
-            try:
-                self.pins.write(name, now)
-            except OSError as exc:
-                lines.append(f"{name}: not approved: {self.pins.path(name).name}: {exc.strerror}")
-                code = 1
-                continue
-            lines.append(f"{name}: approved {len(now)} tools; {_what_changed(old, now)}")
-        return code, lines
+
+    def _record_approval(
+        self, name: str, old: dict[str, dict[str, Any]] | None
+    ) -> tuple[bool, str]:
+        """Record what server ``name`` listed as its approved definitions: whether it did,
+        and the line that says so (what changed), or why it is not approved."""
+        record = self.records[name]
+        assert record.upstream is not None
+        if record.listing is None:
+            return False, f"{name}: not approved: {record.upstream.reason or 'no answer'}"
+        spec = record.upstream.spec
+        now = {
+            str(t["name"]): definition(t)
+            for t in record.listing.tools
+            if (spec.tools is None or t.get("name") in spec.tools)
+            and t.get("name") not in spec.deny_tools
+        }
+        try:
+            self.pins.write(name, now)
+        except OSError as exc:
+            return False, f"{name}: not approved: {self.pins.path(name).name}: {exc.strerror}"
+        return True, f"{name}: approved {len(now)} tools; {_what_changed(old, now)}"
 
 
 #: How long ``servers approve`` waits for the servers to answer.

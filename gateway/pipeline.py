@@ -22,6 +22,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,12 +32,12 @@ from pydantic_core import PydanticSerializationError
 
 from .audit import AuditTrail, redact_arguments
 from .auth.identity import Identity, current_caller
-from .callstate import CURRENT_CALL, CallState
 from .content import MAX_CONTENT_BYTES, ToolResult
 from .errors import (
     ErrorCode,
     GatewayError,
     Sanitizer,
+    classify_exception,
     encodable,
     encodable_data,
     error_payload,
@@ -47,12 +48,33 @@ from .lifecycle import plugin_fault
 from .limits import Limiter
 from .policy import Policy
 from .registry import RegisteredTool, Registry
-from .rest.status import classify_exception
 from .spec import LogFn, ProgressFn, Tier
 from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL
 
 log = logging.getLogger("gateway.pipeline")
+
+
+@dataclass
+class CallState:
+    """What the pipeline learns about one running call from the code it runs: code deeper
+    down (the REST client) records what it was doing when the call was cut off, so a tool
+    timeout that interrupted a backend request counts for that backend's breaker."""
+
+    cancelled_waiting_on: str | None = None
+
+
+#: Set by the pipeline around a handler.
+CURRENT_CALL: ContextVar[CallState | None] = ContextVar("gateway_current_call", default=None)
+
+
+def note_cancelled_waiting(backend: str) -> None:
+    """The running call was cancelled while waiting for ``backend`` to answer: if that was the
+    tool's timeout, the backend did not answer in time (it counts for its breaker)."""
+    state = CURRENT_CALL.get()
+    if state is not None:
+        state.cancelled_waiting_on = backend
+
 
 __all__ = ["Call", "CallResult", "Layer", "McpResult", "Next", "Pipeline", "Shaped"]
 
@@ -419,20 +441,7 @@ class Audit:
             # took STARTED are told how it ended, so no STARTED is left open for nothing.
             call.trace.refused("audit_unavailable")
             took = [s for s in self.audit.sinks if s not in failed]
-            if any(s.name == "postgres" for s in failed):
-                error = GatewayError(
-                    ErrorCode.BACKEND_UNAVAILABLE,
-                    f"tool {tool.name!r} was not run: the audit database cannot be reached, "
-                    "so the gateway refuses every change until it can; nothing was done. "
-                    "Retry in 30 s; if it persists, tell the operator",
-                )
-            else:
-                error = GatewayError(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"tool {tool.name!r} was not run: the audit log cannot be written, so the "
-                    "gateway refuses every change until it can; nothing was done. Tell the "
-                    "operator (the gateway log has the reason)",
-                )
+            error = _not_audited(tool.name, database=any(s.name == "postgres" for s in failed))
             if took:
                 await self.audit.write(
                     {**common, "outcome": error.code.value, **call.caller.audit_fields()}, took
@@ -464,6 +473,23 @@ class Audit:
             raise
         await outcome(result.code)
         return result
+
+
+def _not_audited(tool: str, *, database: bool) -> GatewayError:
+    """The error of a mutation refused because its STARTED record could not be written."""
+    if database:
+        return GatewayError(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            f"tool {tool!r} was not run: the audit database cannot be reached, "
+            "so the gateway refuses every change until it can; nothing was done. "
+            "Retry in 30 s; if it persists, tell the operator",
+        )
+    return GatewayError(
+        ErrorCode.INTERNAL_ERROR,
+        f"tool {tool!r} was not run: the audit log cannot be written, so the "
+        "gateway refuses every change until it can; nothing was done. Tell the "
+        "operator (the gateway log has the reason)",
+    )
 
 
 class Breaker:

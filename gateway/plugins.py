@@ -12,8 +12,13 @@ import contextlib
 import enum
 import inspect
 import logging
-from collections.abc import Callable, Iterable
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from types import FrameType
 from typing import Any
 
 import pluggy
@@ -27,14 +32,13 @@ from .config import (
     same_distribution,
     secret_values,
 )
-from .deadline import HookOverrun, time_limit
 from .entrypoints import installed_plugins
 from .errors import Sanitizer
 from .health import HealthMonitor
 from .lifecycle import plugin_fault
-from .prompts import PromptRegistry, build_prompt
+from .prompts import PromptRegistry, RegisteredPrompt, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
-from .resources import ResourceRegistry, build_resource
+from .resources import RegisteredResource, ResourceRegistry, build_resource
 from .rest.backend import RestBackend
 from .rest.hub import BackendConflict, BackendHub
 from .schemacache import SchemaCache, cache_folder, deferred_models
@@ -225,6 +229,17 @@ async def maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+@dataclass
+class _Declared:
+    """What one plugin's register hooks handed over, built and checked."""
+
+    tools: list[RegisteredTool]
+    prompts: list[RegisteredPrompt]
+    resources: list[RegisteredResource]
+    checks: list[HealthCheck]
+    servers: list[ServerSpec]
 
 
 class PluginLoader:
@@ -513,9 +528,24 @@ class PluginLoader:
         self.pm.register(module, name=src.name)
         self._check_hook_names(module)
         step("plugin_settings")
+        rec.context = ctx = self._context(module, src)
+        declared = self._declared(module, ctx, src, step)
+        step("backend settings")
+        declared.checks += self._declare_backends(src.name, declared.tools)
+        for t in declared.tools:
+            name = t.spec.backend_name
+            if name and not any(c.backend == name for c in declared.checks):
+                raise RegistrationError(
+                    f"tool {t.name!r} depends on backend {name!r}, "
+                    "but no health check declares that backend"
+                )
+        self._add(src.name, rec, declared)
+
+    def _context(self, module: object, src: PluginSource) -> PluginContext[Any]:
+        """The plugin's settings (its secrets made known) in the context its hooks get."""
         settings = self._settings(module, src.name)
         self.sanitizer.add_secrets(secret_values(settings))
-        ctx: PluginContext[Any] = PluginContext(
+        return PluginContext(
             name=src.name,
             version=src.version,
             settings=settings,
@@ -525,7 +555,15 @@ class PluginLoader:
             sanitizer=self.sanitizer,
             backends=self.backends,
         )
-        rec.context = ctx
+
+    def _declared(
+        self,
+        module: object,
+        ctx: PluginContext[Any],
+        src: PluginSource,
+        step: Callable[[str], None],
+    ) -> _Declared:
+        """What the plugin's register hooks hand over, each checked as it is built."""
         step("register_tools")
         specs: list[ToolSpec] = []
         call_hook(self.pm, "register_tools", module, register=specs.append, plugin=ctx)
@@ -556,33 +594,31 @@ class PluginLoader:
                 raise _PluginInvalid(
                     f"register_servers: register() takes a ServerSpec, got {type(server).__name__}"
                 )
-        step("backend settings")
-        checks += self._declare_backends(src.name, tools)
-        for t in tools:
-            name = t.spec.backend_name
-            if name and not any(c.backend == name for c in checks):
-                raise RegistrationError(
-                    f"tool {t.name!r} depends on backend {name!r}, "
-                    "but no health check declares that backend"
-                )
-        self.registry.add_all(tools)
+        return _Declared(
+            tools, prompts, resources, checks, [s for s in servers if isinstance(s, ServerSpec)]
+        )
+
+    def _add(self, plugin: str, rec: PluginRecord, declared: _Declared) -> None:
+        """Into the registries, all or nothing: a prompt or resource refused withdraws the
+        plugin's tools (and prompts) again."""
+        self.registry.add_all(declared.tools)
         try:
-            self.prompts.add_all(prompts)
+            self.prompts.add_all(declared.prompts)
         except ValueError as exc:
-            self.registry.remove_plugin(src.name)
+            self.registry.remove_plugin(plugin)
             raise _PluginInvalid(f"invalid prompt declaration: {exc}") from None
         try:
-            self.resources.add_all(resources)
+            self.resources.add_all(declared.resources)
         except ValueError as exc:
-            self.registry.remove_plugin(src.name)
-            self.prompts.remove_plugin(src.name)
+            self.registry.remove_plugin(plugin)
+            self.prompts.remove_plugin(plugin)
             raise _PluginInvalid(f"invalid resource declaration: {exc}") from None
-        self.health.add_all(src.name, checks)
-        rec.tools = [t.name for t in tools]
-        rec.prompts = [p.name for p in prompts]
-        rec.resources = [r.key for r in resources]
-        rec.checks = [c.name for c in checks]
-        rec.servers = [s for s in servers if isinstance(s, ServerSpec)]
+        self.health.add_all(plugin, declared.checks)
+        rec.tools = [t.name for t in declared.tools]
+        rec.prompts = [p.name for p in declared.prompts]
+        rec.resources = [r.key for r in declared.resources]
+        rec.checks = [c.name for c in declared.checks]
+        rec.servers = declared.servers
 
     def _check_hook_names(self, module: object) -> None:
         # A misspelt hook (``register_tool``) would otherwise be silently ignored.
@@ -659,3 +695,69 @@ class PluginLoader:
 
 class _PluginInvalid(Exception):
     pass
+
+
+# A time limit that also stops *blocking* plugin code at load time.
+#
+# ``anyio.fail_after`` only stops code that awaits; a hook that calls ``time.sleep()`` or a
+# blocking client never gives it the chance. Running hooks in a worker thread would stop the
+# wait but not the work, and what a hook creates must live where the server uses it: an
+# ``httpx.AsyncClient`` or an aiosqlite connection from ``open_resources`` belongs to the
+# server's event loop, a ``sqlite3`` connection to its thread. So hooks keep running on the main
+# thread, in the server's loop, and a timer signal (``SIGALRM``) interrupts them there when they
+# overrun: the handler raises :class:`HookOverrun` into the hook's own frames.
+#
+# The handler only raises while the guarded code is on the stack. An async hook that is merely
+# suspended (awaiting I/O) is left to ``anyio.fail_after``; raising then would hit the event loop
+# itself. Where signals cannot be used (not the main thread, no ``SIGALRM`` on Windows) the limit
+# is not enforced for blocking code, only for code that awaits.
+
+#: After raising once, raise again at this interval in case the hook swallowed it.
+_AGAIN = 0.5
+#: While the hook is suspended (awaiting), look again this often.
+_POLL = 0.05
+
+
+class HookOverrun(BaseException):
+    """Raised into a hook that overran its limit. A ``BaseException`` so that a hook's own
+    ``except Exception`` cannot swallow it."""
+
+
+def enforceable() -> bool:
+    """Can blocking code be interrupted here (POSIX, main thread)?"""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+def _on_stack(target: FrameType, frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame is target:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the code run inside this block (by the caller's frame) after ``seconds``.
+
+    Use it around the call of a hook, in the function that calls it; in an ``async def`` the
+    block's frame is the coroutine's, which is on the stack exactly while the hook runs.
+    """
+    if not enforceable() or seconds <= 0:
+        yield
+        return
+    guarded = sys._getframe(2)  # the caller's frame (1 is contextmanager's __enter__)
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        if _on_stack(guarded, frame):
+            signal.setitimer(signal.ITIMER_REAL, _AGAIN)
+            raise HookOverrun
+        signal.setitimer(signal.ITIMER_REAL, _POLL)
+
+    previous: Any = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -22,7 +22,7 @@ from .spec import Tier
 
 if TYPE_CHECKING:
     # Only a gateway with OAuth builds one (its settings are not imported otherwise).
-    from .auth.scopes import ScopePolicy
+    from .auth.settings import ScopePolicy
 
 #: Claude Code lets only a person in its terminal UI approve a call of a tool carrying this
 #: ``_meta`` flag: no allow rule, mode or permission-prompt tool can.

@@ -183,8 +183,8 @@ class Worker:
     def _import_now(self, src: PluginSource | None) -> None:
         """Import the plugin while the gateway itself starts; its outcome (the module, or what
         the import raised) is kept for the loader, which reports it as in process."""
-        from .deadline import time_limit
         from .lifecycle import plugin_fault
+        from .plugins import time_limit
 
         if src is None:
             return

@@ -60,6 +60,9 @@ def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[...
     yield install
     for name in added:
         sys.modules.pop(name, None)
+    from gateway import entrypoints
+
+    entrypoints.forget_installed()  # its distributions leave sys.path with this test
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -99,8 +102,10 @@ def cli_main(
     ``serve`` only gets as far as its configuration checks: serving is a subprocess's job, as
     is a ``call`` with telemetry on (it makes its providers the process's, for good)."""
     import gateway.cli
+    from gateway.testing import refresh_installed
 
     def run(cwd: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+        refresh_installed()  # as a fresh process would, it sees what the test installed
         root = logging.getLogger()
         handlers = list(root.handlers)
         quiet = ("mcp", "uvicorn.access", "httpx", "httpcore")

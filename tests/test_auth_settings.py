@@ -21,8 +21,8 @@ from gateway.auth import (
     local_identity,
     resolve_resource,
 )
-from gateway.auth.claims import audience_matches, normalize_resource
 from gateway.auth.keys import discovery_urls, key_algorithms
+from gateway.auth.verifier import audience_matches, normalize_resource
 from gateway.config import ConfigError
 from gateway.spec import Tier
 

@@ -1,6 +1,6 @@
-"""Installed plugins are read from the installation's metadata once while it stays the same:
-every gateway a process builds (and the CLI's checks) shares the scan, and an installation
-changed right after a scan is seen by the next one."""
+"""Installed plugins are read from the installation's metadata once per process, and the test
+kit reads them again once the installation changed: every gateway a test session builds shares
+the scan, and an installation changed right after a scan is seen by the next one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from fixture_plugins import GOOD
 
 from gateway import entrypoints
-from gateway.testing import make_gateway
+from gateway.testing import make_gateway, refresh_installed
 
 
 @pytest.fixture
@@ -30,6 +30,7 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def names() -> list[tuple[str, str]]:
+    refresh_installed()
     return [(p.name, p.distribution) for p in entrypoints.installed_plugins()]
 
 

@@ -30,7 +30,7 @@ def test_off_unless_switched_on_even_with_otel_variables_set():
 def test_otel_sdk_disabled_wins():
     settings = TelemetrySettings.load({"enabled": True}, {"OTEL_SDK_DISABLED": "true"})
     assert not settings.active
-    assert build_telemetry(settings, Sanitizer(), {}) is OFF
+    assert build_telemetry(settings, Sanitizer(), {}, version="0") is OFF
 
 
 def test_exporters_come_from_the_variables_before_the_table():
@@ -136,7 +136,7 @@ def test_exporter_header_values_are_secrets_for_the_sanitizer():
 def test_console_exporters_write_to_stderr(capsys):
     env = {"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"}
     settings = TelemetrySettings.load({"enabled": True}, env)
-    telemetry = build_telemetry(settings, Sanitizer(), env)
+    telemetry = build_telemetry(settings, Sanitizer(), env, version="0")
     with telemetry.tool_call("gateway_status") as call:
         call.describe("gateway_status", plugin="gateway", tier="read", timeout=30, backend=None)
         call.finish(None)
@@ -152,10 +152,10 @@ def test_missing_sdk_or_exporter_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc", None)
     grpc = TelemetrySettings.load({"enabled": True, "protocol": "grpc"}, {})
     with pytest.raises(TelemetryError, match="opentelemetry-exporter-otlp-proto-grpc is missing"):
-        build_telemetry(grpc, Sanitizer(), {})
+        build_telemetry(grpc, Sanitizer(), {}, version="0")
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)
     with pytest.raises(TelemetryError, match=r"pip install 'mcp-plugin-gateway\[otel\]'"):
-        build_telemetry(on, Sanitizer(), {})
+        build_telemetry(on, Sanitizer(), {}, version="0")
 
 
 def _loaded_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
@@ -187,7 +187,7 @@ def test_off_never_imports_the_sdk():
         "import gateway.server, gateway.telemetry as t\n"
         "from gateway.errors import Sanitizer\n"
         "s = t.TelemetrySettings.load({}, {'OTEL_TRACES_EXPORTER': 'otlp'})\n"
-        "telemetry = t.build_telemetry(s, Sanitizer(), {})\n"
+        "telemetry = t.build_telemetry(s, Sanitizer(), {}, version='0')\n"
         "assert telemetry is t.OFF\n"
         "with telemetry.tool_call('x') as call: call.finish('TIMEOUT')"
     )

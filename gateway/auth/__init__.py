@@ -1,8 +1,9 @@
 """The gateway as an OAuth 2.1 resource server (the MCP authorization spec).
 
-``settings`` (the ``[auth]`` table), ``verifier`` (JWTs against the issuer's keys, opaque
-tokens by RFC 7662 introspection), ``scopes`` (tiers as scopes), ``identity`` (who is calling,
-for the pipeline and the audit) and ``asgi`` (RFC 9728 metadata, the 401/403 challenges).
+``identity`` (who is calling, for the pipeline and the audit), ``settings`` (the ``[auth]``
+table and tiers as scopes), ``keys`` (the issuer's signing keys and bounded requests to it),
+``verifier`` (claims to an identity, JWTs against the issuer's keys, opaque tokens by RFC 7662
+introspection) and ``asgi`` (RFC 9728 metadata, the 401/403 challenges).
 
 Names are imported on first use: every call asks :func:`current_caller`, and stdio would pay
 for pyjwt, cryptography and httpx (about 0.1 s of start-up) without ever checking a token.
@@ -15,26 +16,30 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .asgi import OAuthGuard, ResourceMetadata, challenge
-    from .claims import TokenRejected, TokenThrottled
-    from .fetch import IssuerUnavailable
     from .identity import CURRENT_CALLER, Identity, calling_as, current_caller, local_identity
-    from .scopes import ScopePolicy
-    from .settings import AuthConfig, AuthConfigError, load_auth_config, resolve_resource
-    from .verifier import OAuthVerifier
+    from .keys import IssuerUnavailable
+    from .settings import (
+        AuthConfig,
+        AuthConfigError,
+        ScopePolicy,
+        load_auth_config,
+        resolve_resource,
+    )
+    from .verifier import OAuthVerifier, TokenRejected, TokenThrottled
 
 _WHERE = {
     "OAuthGuard": "asgi",
     "ResourceMetadata": "asgi",
     "challenge": "asgi",
-    "TokenRejected": "claims",
-    "TokenThrottled": "claims",
-    "IssuerUnavailable": "fetch",
+    "TokenRejected": "verifier",
+    "TokenThrottled": "verifier",
+    "IssuerUnavailable": "keys",
     "CURRENT_CALLER": "identity",
     "Identity": "identity",
     "calling_as": "identity",
     "current_caller": "identity",
     "local_identity": "identity",
-    "ScopePolicy": "scopes",
+    "ScopePolicy": "settings",
     "AuthConfig": "settings",
     "AuthConfigError": "settings",
     "load_auth_config": "settings",

@@ -23,10 +23,10 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..spec import Tier
-from .claims import TokenRejected, TokenThrottled
-from .fetch import IssuerUnavailable
 from .identity import Identity, calling_as
-from .scopes import ScopePolicy
+from .keys import IssuerUnavailable
+from .settings import ScopePolicy
+from .verifier import TokenRejected, TokenThrottled
 
 log = logging.getLogger("gateway.auth")
 

@@ -24,10 +24,10 @@ client module is imported on a backend's first call. See ``docs/plugins/rest.md`
 
 from __future__ import annotations
 
-from .backend import RestBackend, basic_auth, bearer_auth
-from .gather import gather
+from ..errors import Failure, StatusRule, status_error
+from .backend import RestBackend, RestSettings, basic_auth, bearer_auth, env_suffix
+from .body import backend_reason
 from .route import Method, Route
-from .settings import RestSettings, env_suffix
 from .shapes import (
     JsonString,
     OffsetPage,
@@ -38,10 +38,9 @@ from .shapes import (
     to_utc_iso,
     truncation_marker,
     uuid_check,
+    validate_answer,
 )
-from .status import Failure, StatusRule, backend_reason, status_error
-from .tools import RestContext, RestRun, RestTool, RestTools
-from .validation import validate_answer
+from .tools import RestContext, RestRun, RestTool, RestTools, gather
 
 __all__ = [
     "Failure",

@@ -16,6 +16,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..errors import Sanitizer
+
 #: The codings asked for (``Accept-Encoding``) and undone here; others are refused.
 ACCEPT_ENCODING = "gzip, deflate"
 MAX_CODINGS = 4  # layers of Content-Encoding undone; a server applies one
@@ -174,3 +176,55 @@ def decode_json(body: bytes, max_values: int) -> Any:
         return json.loads(body)
     except RecursionError:
         raise TooDeep from None
+
+
+# The backend's own words for a failure: its error body read into one short, sanitized reason
+# (FastAPI's {"detail": …}, Gitea's {"message": …}, or a short text), then bounded; database
+# text never gets through (see gateway.errors.Sanitizer.backend_text). The code a status maps
+# to is gateway.errors.status_error's.
+
+MAX_REASON_CHARS = 300
+MAX_REASON_SOURCE = 16 * 1024  # characters of an error body read for its reason
+_PLAIN = Sanitizer()
+
+
+def backend_reason(body: Any, sanitizer: Sanitizer | None = None) -> str:
+    """The backend's own words for a failure: one line, sanitized (database text becomes "the
+    backend reported a database error"), then cut to ``MAX_REASON_CHARS``. ``sanitizer``: the
+    gateway's, which knows the configured secrets; without it, one that knows none."""
+    text = _reason_text(body)
+    return (sanitizer or _PLAIN).backend_text(text, MAX_REASON_CHARS) if text else ""
+
+
+def _reason_text(body: Any) -> str:
+    if isinstance(body, bytes | bytearray):
+        text = body[:MAX_REASON_SOURCE].decode("utf-8", "replace")
+        try:
+            body = json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+    if isinstance(body, dict):
+        for key in ("detail", "message", "error"):
+            if key in body:
+                return _detail(body[key])
+        return ""
+    if isinstance(body, str):
+        return body[:MAX_REASON_SOURCE]
+    return ""
+
+
+def _detail(value: Any) -> str:
+    # FastAPI request validation: [{"loc": ["query", "limit"], "msg": "…", …}, …]
+    if isinstance(value, list):
+        parts = []
+        for item in value[:5]:
+            if isinstance(item, dict):
+                loc = [str(p) for p in item.get("loc", []) if p not in ("body", "query", "path")]
+                msg = str(item.get("msg", ""))
+                parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

@@ -24,21 +24,20 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from ..callstate import note_cancelled_waiting
-from ..errors import ErrorCode, GatewayError, Sanitizer
+from ..errors import ErrorCode, Failure, GatewayError, Sanitizer, StatusRule, status_error
+from ..pipeline import note_cancelled_waiting
 from ..telemetry import current
 from ..tls import tls_context
-from .backend import RestBackend
+from .backend import RestBackend, RestSettings
 from .body import (
     ACCEPT_ENCODING,
     BoundedDecoder,
     DecodingFailed,
     TooDeep,
     TooManyValues,
+    backend_reason,
     decode_json,
 )
-from .settings import RestSettings
-from .status import Failure, StatusRule, backend_reason, status_error
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _RETRY_BACKOFF = (0.1, 0.3)

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 from ..config import unexpanded_problem
 from ..errors import ErrorCode, GatewayError, Sanitizer
 from ..spec import HealthCheck
-from .backend import RestBackend
-from .settings import RestSettings
+from .backend import RestBackend, RestSettings
 
 if TYPE_CHECKING:
     from .client import RestClient

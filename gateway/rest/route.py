@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from .status import FAILURE_FIELDS, StatusRule, template_fields
+from ..errors import FAILURE_FIELDS, StatusRule, template_fields
 
 if TYPE_CHECKING:
     from .client import Answer, RestClient

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from . import names as n
 from .core import ACTIVE, Telemetry
-from .scopes import CURRENT_OPERATION, Operation
+from .scopes import CURRENT_OPERATION, Clean, Operation
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -68,40 +68,11 @@ def server_middleware(
 
     async def observe(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method = ctx.method if ctx.method in n.KNOWN_METHODS else n.OTHER
-        attrs: dict[str, Any] = {
-            n.MCP_METHOD: method if method != n.OTHER else clean.value(str(ctx.method)),
-            n.MCP_PROTOCOL_VERSION: clean.name(str(ctx.protocol_version)),
-        }
-        if ctx.request_id is not None:
-            attrs[n.JSONRPC_REQUEST_ID] = clean.value(str(ctx.request_id))
-        http = ctx.request
-        headers = getattr(http, "headers", None)
-        transport = "tcp" if headers is not None else "pipe"
-        attrs[n.NETWORK_TRANSPORT] = transport
-        if headers is not None:
-            attrs[n.NETWORK_PROTOCOL] = "http"
-            session = headers.get("mcp-session-id")
-            if session:
-                attrs[n.MCP_SESSION_ID] = clean.value(session)
-        target: str | None = None
-        name = ctx.params.get("name") if ctx.params else None
-        if method == "tools/call":
-            attrs[n.GEN_AI_OPERATION] = "execute_tool"
-            if isinstance(name, str):
-                attrs[n.GEN_AI_TOOL] = clean.value(name)
-                target = clean.name(name) if known_tool(name) else None
-        elif method == "prompts/get" and isinstance(name, str):
-            attrs[n.GEN_AI_PROMPT] = clean.value(name)
-            target = clean.name(name) if known_prompt and known_prompt(name) else None
-
-        # The client's context from params._meta; over HTTP, else from the request's headers
-        # (what an HTTP client instrumented with OpenTelemetry sends by itself).
-        parent = parent_context(ctx.meta)
-        if parent is None and headers is not None:
-            parent = parent_context(headers)
+        attrs, target = _attributes(ctx, method, clean, known_tool, known_prompt)
+        transport = attrs[n.NETWORK_TRANSPORT]
         with tracer.start_as_current_span(
             f"{method} {target}" if target else method,
-            context=parent,
+            context=_parent(ctx),
             kind=SpanKind.SERVER,
             attributes=attrs,
             record_exception=False,
@@ -138,6 +109,53 @@ def server_middleware(
                 telemetry.record_operation(op, transport)
 
     return observe
+
+
+def _parent(ctx: ServerRequestContext[Any, Any]) -> Context | None:
+    """The client's trace context from params._meta; over HTTP, else from the request's
+    headers (what an HTTP client instrumented with OpenTelemetry sends by itself)."""
+    parent = parent_context(ctx.meta)
+    headers = getattr(ctx.request, "headers", None)
+    if parent is None and headers is not None:
+        parent = parent_context(headers)
+    return parent
+
+
+def _attributes(
+    ctx: ServerRequestContext[Any, Any],
+    method: str,
+    clean: Clean,
+    known_tool: Callable[[str], bool],
+    known_prompt: Callable[[str], bool] | None,
+) -> tuple[dict[str, Any], str | None]:
+    """The SERVER span's attributes for a request, and the tool or prompt it may be named
+    after (only one the gateway offers: a client's made-up names make no new series)."""
+    attrs: dict[str, Any] = {
+        n.MCP_METHOD: method if method != n.OTHER else clean.value(str(ctx.method)),
+        n.MCP_PROTOCOL_VERSION: clean.name(str(ctx.protocol_version)),
+    }
+    if ctx.request_id is not None:
+        attrs[n.JSONRPC_REQUEST_ID] = clean.value(str(ctx.request_id))
+    http = ctx.request
+    headers = getattr(http, "headers", None)
+    transport = "tcp" if headers is not None else "pipe"
+    attrs[n.NETWORK_TRANSPORT] = transport
+    if headers is not None:
+        attrs[n.NETWORK_PROTOCOL] = "http"
+        session = headers.get("mcp-session-id")
+        if session:
+            attrs[n.MCP_SESSION_ID] = clean.value(session)
+    target: str | None = None
+    name = ctx.params.get("name") if ctx.params else None
+    if method == "tools/call":
+        attrs[n.GEN_AI_OPERATION] = "execute_tool"
+        if isinstance(name, str):
+            attrs[n.GEN_AI_TOOL] = clean.value(name)
+            target = clean.name(name) if known_tool(name) else None
+    elif method == "prompts/get" and isinstance(name, str):
+        attrs[n.GEN_AI_PROMPT] = clean.value(name)
+        target = clean.name(name) if known_prompt and known_prompt(name) else None
+    return attrs, target
 
 
 def _fail(op: Operation, error_type: str) -> None:

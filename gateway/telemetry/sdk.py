@@ -13,7 +13,6 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
 from .core import OFF, Telemetry
 from .settings import TelemetryError, TelemetrySettings
 
@@ -33,6 +32,7 @@ def build_telemetry(
     sanitizer: Sanitizer,
     env: Mapping[str, str],
     *,
+    version: str,
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
     install_global: bool = False,
@@ -42,6 +42,8 @@ def build_telemetry(
     (tests: in-memory, spans exported as each ends). ``install_global`` makes them the
     process's providers too, so that a plugin's own ``opentelemetry.trace.get_tracer()``
     spans join the gateway's traces (one gateway per process: ``mcp-gateway serve``).
+    ``version``: the gateway's, for the resource and the instrumentation scope (passed in, so
+    that telemetry, which the core's configuration imports, imports nothing of the package face).
 
     Raises :class:`TelemetryError` when telemetry is on but the SDK or a chosen exporter is
     not installed: it was asked for explicitly, so it fails loudly instead of silently.
@@ -58,11 +60,7 @@ def build_telemetry(
             f"telemetry is on but the OpenTelemetry SDK is missing: {_INSTALL}"
         ) from None
 
-    from .recording import RECORDERS
-
-    resource = Resource.create(
-        {"service.name": settings.service_name, "service.version": __version__}
-    )
+    resource = Resource.create({"service.name": settings.service_name, "service.version": version})
     # The gateway stops its providers itself (Gateway.stop): no exit handler of the SDK's, so
     # a command that never served (a configuration error after start-up) exports nothing.
     tracer_provider = None
@@ -79,10 +77,20 @@ def build_telemetry(
         if readers
         else None
     )
+    return _telemetry(tracer_provider, meter_provider, sanitizer, version, install_global)
+
+
+def _telemetry(
+    tracer_provider: Any, meter_provider: Any, sanitizer: Sanitizer, version: str, install: bool
+) -> Telemetry:
+    """The :class:`Telemetry` over the providers built (:data:`OFF` when neither is), made the
+    process's own providers too when ``install``."""
+    from .recording import RECORDERS
+
     if tracer_provider is None and meter_provider is None:
         log.warning("telemetry is on, but OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER are none")
         return OFF
-    if install_global:
+    if install:
         from opentelemetry import metrics, trace
 
         if tracer_provider is not None:
@@ -101,8 +109,8 @@ def build_telemetry(
                 provider.shutdown()
 
     return Telemetry(
-        tracer_provider.get_tracer("mcp-gateway", __version__) if tracer_provider else None,
-        meter_provider.get_meter("mcp-gateway", __version__) if meter_provider else None,
+        tracer_provider.get_tracer("mcp-gateway", version) if tracer_provider else None,
+        meter_provider.get_meter("mcp-gateway", version) if meter_provider else None,
         sanitizer,
         recorders=RECORDERS,
         flush=flush,

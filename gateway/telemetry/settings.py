@@ -24,8 +24,14 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..configfile import closest
-from ..configkit import ConfigError, env_field, field_env_names, resolve_env_refs, value_reason
+from ..configkit import (
+    ConfigError,
+    closest,
+    env_field,
+    field_env_names,
+    resolve_env_refs,
+    value_reason,
+)
 
 Exporter = Literal["otlp", "console", "none"]
 Protocol = Literal["http/protobuf", "grpc"]

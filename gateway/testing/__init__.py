@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 import anyio
 import pytest
 
+from .. import entrypoints
 from ..app import Gateway, TelemetryFactory, build_gateway
 from ..config import load_config
 from ..errors import ErrorCode, GatewayError
@@ -60,6 +62,7 @@ def make_gateway(
     ``telemetry`` builds the gateway's telemetry (a
     :class:`gateway.testing.telemetry.TelemetryRecorder` keeps it in memory)."""
     cwd = Path(cwd or Path.cwd()).resolve()
+    refresh_installed()
     environment = dict(env if env is not None else os.environ)
     overrides = dict(gateway_settings)
     if plugins is not None:
@@ -78,6 +81,50 @@ def make_gateway(
     )
     config.plugin_tables = {k: dict(v) for k, v in (plugin_config or {}).items()}
     return build_gateway(config, objects=objects, entry_points=entry_points, telemetry=telemetry)
+
+
+_Installation = tuple[tuple[str, ...], str, list[tuple[str, int, tuple[int, int] | None]]]
+_seen: list[_Installation] = []
+
+
+def refresh_installed() -> None:
+    """Have the core read the installed plugins again if the installation changed since it
+    last looked (~1 ms): a test session builds a gateway per test, and its tests install and
+    remove distributions (or put them on ``sys.path``) as they go.
+
+    The installation is the import path, the working directory (for relative entries) and
+    every ``*.dist-info`` folder with its modification time and its ``entry_points.txt``'s
+    size and time: installing or removing a distribution changes that, however soon after a
+    scan; so does rewriting its entry points in place.
+    """
+    path = tuple(sys.path)
+    cwd = os.getcwd() if any(not os.path.isabs(entry) for entry in path) else ""
+    now = (path, cwd, _distributions())
+    if _seen != [now]:
+        entrypoints.forget_installed()
+        _seen[:] = [now]
+
+
+def _distributions() -> list[tuple[str, int, tuple[int, int] | None]]:
+    out = []
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                for d in it:
+                    if d.name.endswith(".dist-info"):
+                        points = _size_and_time(os.path.join(d.path, "entry_points.txt"))
+                        out.append((d.name, d.stat().st_mtime_ns, points))
+        except OSError:
+            continue
+    return sorted(out, key=lambda d: d[:2])
+
+
+def _size_and_time(file: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .. import __version__
 from ..telemetry import Telemetry, TelemetrySettings, build_telemetry
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class TelemetryRecorder:
             TelemetrySettings.load({"enabled": True}, {}),
             sanitizer,
             {},
+            version=__version__,
             span_exporter=self.exporter,
             metric_reader=self.reader,
         )

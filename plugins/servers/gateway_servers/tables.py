@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gateway.config import ConfigError, value_reason
-from gateway.configfile import closest
+from gateway.configkit import closest
 from gateway.spec import ServerSpec, Tier
 
 #: A server's name: it names its tools' plugin, its log, its breaker and its approvals file.
