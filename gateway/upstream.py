@@ -434,21 +434,10 @@ async def open_process(
     from pydantic_core import from_json
 
     assert spec.command is not None
-    process: anyio.abc.Process
-    if started is not None:
-        adopted = _Started(started)
-        process = adopted
-        await adopted.connect()
-    else:
-        process = await anyio.open_process(
-            [spec.command, *spec.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=spec.cwd,
-            start_new_session=True,
-        )
+    # Always a Popen whose pipes the loop reads and writes itself (_Started): anyio's process
+    # streams end every write with an extra turn of the event loop, on every call's path.
+    process = _Started(started if started is not None else start_process(spec, env))
+    await process.connect()
     handle = ServerProcess(spec.name, process)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
