@@ -1094,26 +1094,8 @@ class Upstream:
         from mcp import MCPError
         from pydantic import ValidationError
 
-        params = dict(params)
         key = secrets.token_urlsafe(12)
-        # What the client of the call can be asked: a 2026-07-28 server gets it where the
-        # protocol has it (_forwarding_capabilities), another gateway reads it here.
-        meta: dict[str, Any] = {
-            **(extra_meta or {}),
-            CALL: key,
-            FORWARDED_CAPABILITIES: required_capabilities(
-                set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
-            ),
-        }
-        params["_meta"] = meta
-        if self.modern:
-            # The client's level filters (gateway.asking): the server sends them all.
-            meta[t.LOG_LEVEL_META_KEY] = "debug"
-            if inputs is not None and (inputs.responses or inputs.state is not None):
-                if inputs.responses:
-                    params["inputResponses"] = dict(inputs.responses)
-                if inputs.state is not None:
-                    params["requestState"] = inputs.state
+        params = self._with_meta(params, key, inputs, extra_meta)
         self._running[key] = (inputs or Inputs(), log)
         try:
             with self._span(span) if span is not None else contextlib.nullcontext() as traced:
@@ -1124,7 +1106,7 @@ class Upstream:
                     if traced is not None:
                         from opentelemetry.propagate import inject
 
-                        inject(meta)  # this span's trace context
+                        inject(params["_meta"])  # this span's trace context
                     result = await process.request(method, params, progress)
                     t.CallToolResult.model_validate(result, by_name=False)
                     return result
@@ -1149,6 +1131,38 @@ class Upstream:
             ) from None
         finally:
             self._running.pop(key, None)
+
+    def _with_meta(
+        self,
+        params: dict[str, Any],
+        key: str,
+        inputs: Inputs | None,
+        extra_meta: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """``params`` with the ``_meta`` of a request of :meth:`request`'s: the call's name
+        (``key``) and what its client can be asked; at 2026-07-28 also the client's answers."""
+        import mcp_types as t
+
+        params = dict(params)
+        # What the client of the call can be asked: a 2026-07-28 server gets it where the
+        # protocol has it (_forwarding_capabilities), another gateway reads it here.
+        meta: dict[str, Any] = {
+            **(extra_meta or {}),
+            CALL: key,
+            FORWARDED_CAPABILITIES: required_capabilities(
+                set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
+            ),
+        }
+        params["_meta"] = meta
+        if self.modern:
+            # The client's level filters (gateway.asking): the server sends them all.
+            meta[t.LOG_LEVEL_META_KEY] = "debug"
+            if inputs is not None and (inputs.responses or inputs.state is not None):
+                if inputs.responses:
+                    params["inputResponses"] = dict(inputs.responses)
+                if inputs.state is not None:
+                    params["requestState"] = inputs.state
+        return params
 
     def _span(self, tool: str) -> contextlib.AbstractContextManager[Any]:
         """With telemetry on, the call's child span: the request to this server."""
