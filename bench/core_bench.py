@@ -3,7 +3,8 @@ what OAuth adds to an HTTP call, ``tools/list`` size. Figures go to ``bench/resu
 (one section per subcommand).
 
     .venv/bin/python bench/core_bench.py all         # everything, ~6 minutes
-    .venv/bin/python bench/core_bench.py cold        # or: imports, latency, http, http-auth, listsize
+    .venv/bin/python bench/core_bench.py cold        # or: imports, startprofile, latency, http,
+                                                     #     http-auth, listsize
 
 Targets (from the issues): cold start median ≤ 1.15 x bare; stdio call median ≤ 1.2 x bare;
 stateless Streamable HTTP throughput ≥ 0.85 x bare; checking an OAuth access token (JWKS
@@ -376,6 +377,155 @@ def gateway_phases(tools: int, runs: int) -> str:
         f"Gateway start-up phases in a fresh interpreter ({runs} runs, medians; "
         f"{c.median(samples['tools']):.0f} tools):\n\n| phase | ms |\n|---|---|\n" + rows + "\n"
     )
+
+
+#: Where a deployment's start goes, in a fresh interpreter started as ``serve`` starts (the
+#: collector paused): each phase timed, the plugins' imports and their tools' definitions (the
+#: schemas, of which the models' fingerprints that key the schema cache) measured inside
+#: ``build_gateway``; with ``profile``, ``build_gateway`` under cProfile, own time by package.
+START_SCRIPT = """
+import cProfile, gc, json, os, pstats, sys, time
+from collections import defaultdict
+gc.disable()
+t0 = time.perf_counter()
+import mcp.server, mcp.server.stdio
+t1 = time.perf_counter()
+import gateway.cli, gateway.app, gateway.server
+t2 = time.perf_counter()
+import importlib.metadata as md
+import gateway.plugins as plugins, gateway.schemacache as schemacache
+spent = defaultdict(float)
+def timed(owner, name, key):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[key] += time.perf_counter() - start
+    setattr(owner, name, wrapper)
+timed(md.EntryPoint, "load", "plugin_imports")
+timed(plugins, "build_tool", "tools")
+timed(schemacache, "fingerprint", "fingerprints")
+cfg = gateway.config.load_config()
+t3 = time.perf_counter()
+profile = cProfile.Profile() if sys.argv[1:] == ["profile"] else None
+if profile: profile.enable()
+gw = gateway.app.build_gateway(cfg)
+if profile: profile.disable()
+t4 = time.perf_counter()
+gateway.server.build_server(gw)
+t5 = time.perf_counter()
+own = defaultdict(float)
+if profile:
+    for (file, _, func), row in pstats.Stats(profile).stats.items():
+        parts = file.replace(os.sep, "/").split("/")
+        if "site-packages" in parts:
+            pkg = parts[parts.index("site-packages") + 1]
+        elif any(p.startswith("gateway") for p in parts):
+            pkg = next(p for p in reversed(parts) if p.startswith("gateway"))
+        elif file == "~":
+            pkg = "built-in functions (exec, compile, getattr, ...)"
+        else:
+            pkg = "standard library"
+        own[pkg.removesuffix(".py")] += row[2]
+print(json.dumps({"sdk": t1 - t0, "gateway_modules": t2 - t1, "load_config": t3 - t2,
+                  "build_gateway": t4 - t3, "build_server": t5 - t4, **spent,
+                  "tools_count": len(gw.visible_tools()), "own": own}))
+"""
+START_LABELS = {
+    "sdk": "`import mcp.server, mcp.server.stdio` (the bare server pays this too)",
+    "gateway_modules": "import `gateway.cli`, `gateway.app`, `gateway.server` after the SDK",
+    "load_config": "`load_config()`",
+    "build_gateway": "`build_gateway()`, all of it:",
+    "plugin_imports": "&nbsp;&nbsp;of which the plugins' imports (their modules and models)",
+    "tools": "&nbsp;&nbsp;of which their tools' definitions (schemas from the cache, annotations)",
+    "fingerprints": "&nbsp;&nbsp;&nbsp;&nbsp;of which the models' fingerprints (the cache's keys)",
+    "build_server": "`build_server()`: the MCP tool list",
+}
+
+
+def bench_startprofile(args: argparse.Namespace) -> bool:
+    """Where the deployment's start goes beyond the bare server's: phases, then what it
+    imports that the bare server does not (``-X importtime``), then a profile."""
+    load = c.Machine()
+    compile_sources()
+    target = c.DEPLOYED[1]
+    env = target.env(args.tools)
+    samples: dict[str, list[float]] = defaultdict(list)
+    own: dict[str, float] = {}
+    for i in range(args.runs + 1):
+        profiled = i == args.runs  # the last run under cProfile, not in the medians
+        proc = subprocess.run(
+            [c.PY, "-c", START_SCRIPT, *(["profile"] if profiled else [])],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=c.RUN_DIR,
+            timeout=120,
+        )
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+            log(f"start profile failed: {tail[0][:300]}")
+            return False
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        if profiled:
+            own = out["own"]
+            continue
+        for k, v in out.items():
+            if k != "own":
+                samples[k].append(v)
+    phase_rows = "\n".join(
+        f"| {label} | {c.median(samples[k]) * 1000:.1f} |" for k, label in START_LABELS.items()
+    )
+    total_own = sum(own.values()) or 1.0
+    own_rows = "\n".join(
+        f"| `{pkg}` | {sec * 1000:.0f} | {sec / total_own * 100:.0f}% |"
+        for pkg, sec in sorted(own.items(), key=lambda kv: -kv[1])[:10]
+    )
+    imports: dict[str, list[dict[str, ImportRow]]] = {"bare": [], "gateway": []}
+    for i in range(args.runs):
+        for t in c.DEPLOYED if i % 2 == 0 else c.DEPLOYED[::-1]:
+            imports[t.kind].append(importtime_run(t, args.tools, f"startprofile-{i}"))
+
+    def med_self(kind: str, name: str) -> float:
+        return c.median(r[name].self_us for r in imports[kind] if name in r)
+
+    bare_names = set().union(*(set(r) for r in imports["bare"]))
+    extra = set.intersection(*(set(r) for r in imports["gateway"])) - bare_names
+    by_pkg: dict[str, float] = defaultdict(float)
+    count_pkg: dict[str, int] = defaultdict(int)
+    for n in extra:
+        by_pkg[n.split(".")[0]] += med_self("gateway", n)
+        count_pkg[n.split(".")[0]] += 1
+    pkg_rows = "\n".join(
+        f"| `{p}` | {count_pkg[p]} | {v / 1000:.1f} |"
+        for p, v in sorted(by_pkg.items(), key=lambda kv: -kv[1])[:10]
+    )
+    top_rows = "\n".join(
+        f"| `{n}` | {med_self('gateway', n) / 1000:.1f} |"
+        for n in sorted(extra, key=lambda n: -med_self("gateway", n))[:12]
+    )
+    body = (
+        "## Where a deployment's start goes (every installed plugin)\n\n"
+        + c.facts_line(rerun("startprofile", runs=args.runs, tools=args.tools), load)
+        + f"- Method: the deployment of the cold-start section ({c.median(samples['tools_count']):.0f} "
+        f"tools), started {args.runs} times in a fresh interpreter as `serve` starts (collector "
+        "paused), each phase timed (medians); then each server under `-X importtime` through its "
+        f"first `tools/list` ({args.runs} runs each, alternated), and `build_gateway()` once under "
+        "cProfile. Sources byte-compiled first.\n\n"
+        "| phase | ms |\n|---|---:|\n" + phase_rows + "\n\n"
+        f"What the deployment imports that the bare server never does ({len(extra)} modules; "
+        "self time under `-X importtime`, which inflates it), by package:\n\n"
+        "| package | modules | self ms |\n|---|---:|---:|\n" + pkg_rows + "\n\n"
+        "The modules with the most self time among them (their bodies: classes, models, "
+        "dataclasses, patterns):\n\n| module | self ms |\n|---|---:|\n" + top_rows + "\n\n"
+        "`build_gateway()` under cProfile (inflated), own time by package:\n\n"
+        "| package | own ms | share |\n|---|---:|---:|\n" + own_rows + "\n"
+    )
+    c.write_section("startprofile", body)
+    log(body)
+    return True
 
 
 def bench_imports(args: argparse.Namespace) -> bool:
@@ -1057,6 +1207,8 @@ def main(argv: list[str] | None = None) -> int:
     cold.add_argument("--runs", type=int, default=10)
     imp = add("imports", "python -X importtime: what the gateway imports beyond the bare server")
     imp.add_argument("--runs", type=int, default=5)
+    prof = add("startprofile", "where the start of a deployment (every installed plugin) goes")
+    prof.add_argument("--runs", type=int, default=5)
     lat = add("latency", "per-call latency over stdio")
     lat.add_argument("--calls", type=int, default=1000)
     lat.add_argument("--warmup", type=int, default=50)
@@ -1104,6 +1256,7 @@ def main(argv: list[str] | None = None) -> int:
         "listsize": bench_listsize,
         "cold": bench_cold,
         "imports": bench_imports,
+        "startprofile": bench_startprofile,
         "latency": bench_latency,
         "http": bench_http,
         "http-auth": bench_http_auth,

@@ -625,6 +625,7 @@ SECTION_ORDER = (
     "summary",
     "cold",
     "imports",
+    "startprofile",
     "latency",
     "http",
     "http-progress",

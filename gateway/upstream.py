@@ -434,21 +434,10 @@ async def open_process(
     from pydantic_core import from_json
 
     assert spec.command is not None
-    process: anyio.abc.Process
-    if started is not None:
-        adopted = _Started(started)
-        process = adopted
-        await adopted.connect()
-    else:
-        process = await anyio.open_process(
-            [spec.command, *spec.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=spec.cwd,
-            start_new_session=True,
-        )
+    # Always a Popen whose pipes the loop reads and writes itself (_Started): anyio's process
+    # streams end every write with an extra turn of the event loop, on every call's path.
+    process = _Started(started if started is not None else start_process(spec, env))
+    await process.connect()
     handle = ServerProcess(spec.name, process)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
@@ -1118,26 +1107,8 @@ class Upstream:
         from mcp import MCPError
         from pydantic import ValidationError
 
-        params = dict(params)
         key = secrets.token_urlsafe(12)
-        # What the client of the call can be asked: a 2026-07-28 server gets it where the
-        # protocol has it (_forwarding_capabilities), another gateway reads it here.
-        meta: dict[str, Any] = {
-            **(extra_meta or {}),
-            CALL: key,
-            FORWARDED_CAPABILITIES: required_capabilities(
-                set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
-            ),
-        }
-        params["_meta"] = meta
-        if self.modern:
-            # The client's level filters (gateway.asking): the server sends them all.
-            meta[t.LOG_LEVEL_META_KEY] = "debug"
-        if (self.modern or self.answers_inputs) and inputs is not None:
-            if inputs.responses:
-                params["inputResponses"] = dict(inputs.responses)
-            if inputs.state is not None:
-                params["requestState"] = inputs.state
+        params = self._with_meta(params, key, inputs, extra_meta)
         self._running[key] = (inputs or Inputs(), log)
         try:
             with self._span(span) if span is not None else contextlib.nullcontext() as traced:
@@ -1149,7 +1120,7 @@ class Upstream:
                     if traced is not None:
                         from opentelemetry.propagate import inject
 
-                        inject(meta)  # this span's trace context
+                        inject(params["_meta"])  # this span's trace context
                     result = await process.request(method, params, progress)
                     asks = self.answers_inputs and result.get("resultType") == "input_required"
                     checked = t.InputRequiredResult if asks else _result_type(method)
@@ -1176,6 +1147,39 @@ class Upstream:
             ) from None
         finally:
             self._running.pop(key, None)
+
+    def _with_meta(
+        self,
+        params: dict[str, Any],
+        key: str,
+        inputs: Inputs | None,
+        extra_meta: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """``params`` with the ``_meta`` of a request of :meth:`request`'s: the call's name
+        (``key``) and what its client can be asked; at 2026-07-28 (or to a worker, which
+        asks with input-required results at 2025-11-25 too) also the client's answers."""
+        import mcp_types as t
+
+        params = dict(params)
+        # What the client of the call can be asked: a 2026-07-28 server gets it where the
+        # protocol has it (_forwarding_capabilities), another gateway reads it here.
+        meta: dict[str, Any] = {
+            **(extra_meta or {}),
+            CALL: key,
+            FORWARDED_CAPABILITIES: required_capabilities(
+                set(inputs.capabilities) & set(NEEDS.values()) if inputs else set()
+            ),
+        }
+        params["_meta"] = meta
+        if self.modern:
+            # The client's level filters (gateway.asking): the server sends them all.
+            meta[t.LOG_LEVEL_META_KEY] = "debug"
+        if (self.modern or self.answers_inputs) and inputs is not None:
+            if inputs.responses:
+                params["inputResponses"] = dict(inputs.responses)
+            if inputs.state is not None:
+                params["requestState"] = inputs.state
+        return params
 
     def _span(self, tool: str) -> contextlib.AbstractContextManager[Any]:
         """With telemetry on, the call's child span: the request to this server."""

@@ -227,7 +227,13 @@ class Connection:
             except StoreError as exc:
                 if not exc.busy or anyio.current_time() >= deadline:
                     raise
-            await anyio.sleep(_BUSY_PAUSE_S)
+            try:
+                await anyio.sleep(_BUSY_PAUSE_S)
+            except BaseException:
+                # Cancelled between two tries of the lock: closed as when cancelled inside one,
+                # so a cancelled call's connection is closed whenever the cancellation lands.
+                await self._abort()
+                raise
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one query and return its rows (waiting out a writer's commit if need be)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from gateway_queue import store
+from gateway_queue.connection import BUSY_SLICE_S
 from gateway_queue.store import (
     InsertCounts,
     NewJob,
@@ -336,6 +337,27 @@ async def test_a_long_query_cancelled_midway_stops_and_its_thread_and_connection
         assert scope.cancelled_caught
         assert conn.closed
     assert stopped < 2, stopped
+    assert busy_store_threads() == 0
+    assert open_fds_to(db) == 0
+
+
+async def test_a_lock_wait_cancelled_at_any_moment_closes_its_connection(tmp_path):
+    # A lock wait is slices of SQLite's busy handler with a pause between them: a cancellation
+    # landing in a pause closes the connection as one inside a slice does. The delays cover a
+    # whole slice and pause, so some land in a pause (which used to leave it open).
+    db = init_db(tmp_path / "jobs.db")
+    blocker = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+    period = BUSY_SLICE_S + 0.02  # a slice and the pause after it
+    try:
+        for step in range(13):
+            async with store.connect_existing_writer(db, busy_timeout_s=30) as conn:
+                with anyio.move_on_after(BUSY_SLICE_S + step * period / 12):
+                    await store.update_statuses(conn, [store.StatusUpdate(1, "new")])
+                assert conn.closed, f"left open when cancelled after step {step}"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
     assert busy_store_threads() == 0
     assert open_fds_to(db) == 0
 
