@@ -113,13 +113,22 @@ def _dumps(message: dict[str, Any]) -> bytes:
 class _Answer:
     """What one of the gateway's own requests is waiting for."""
 
-    __slots__ = ("done", "error", "progress", "result")
+    __slots__ = ("answered", "done", "error", "progress", "result", "telling")
 
     def __init__(self, progress: ProgressFn | None) -> None:
         self.done = anyio.Event()
         self.progress = progress
         self.result: dict[str, Any] | None = None
         self.error: tuple[int, str, Any] | None = None
+        #: its answer arrived; ``done`` waits for the progress sent before it (``telling``)
+        self.answered = False
+        self.telling = 0
+
+    def settle(self) -> None:
+        """Done once answered and every progress the server sent before is passed on: the
+        client hears of the last progress before it gets the result."""
+        if self.answered and self.telling == 0:
+            self.done.set()
 
 
 class ServerProcess:
@@ -218,7 +227,8 @@ class ServerProcess:
                 )
             else:
                 answer.error = (-32603, "the answer is not a JSON-RPC result", None)
-            answer.done.set()
+            answer.answered = True
+            answer.settle()
             return True
         if data.get("method") != "notifications/progress":
             return False
@@ -233,13 +243,18 @@ class ServerProcess:
             report = answer.progress
 
             async def tell() -> None:  # in a task of its own: the reader goes on reading
-                with contextlib.suppress(Exception):
-                    await report(
-                        float(done),
-                        float(total) if isinstance(total, int | float) else None,
-                        message if isinstance(message, str) else None,
-                    )
+                try:
+                    with contextlib.suppress(Exception):
+                        await report(
+                            float(done),
+                            float(total) if isinstance(total, int | float) else None,
+                            message if isinstance(message, str) else None,
+                        )
+                finally:
+                    answer.telling -= 1
+                    answer.settle()
 
+            answer.telling += 1
             self._spawn(tell)
         return True
 

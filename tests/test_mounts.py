@@ -338,6 +338,28 @@ async def test_progress_from_the_server_reaches_the_caller(tmp_path, upstreams):
     assert reports[0][1] == "step 1"
 
 
+async def test_every_progress_the_server_sent_reaches_the_caller_before_the_result(
+    tmp_path, upstreams
+):
+    """The server's last progress comes right before its answer; the answer is taken at once
+    by the reader, the progress passed on in a task of its own: the call waits for it."""
+    gw = mounting(tmp_path, {"up": upstreams.table()})
+    began: list[float] = []
+    ended: list[float] = []
+
+    async def slow_client(p: float, total: float | None, message: str | None) -> None:
+        began.append(p)
+        await anyio.sleep(0.2)  # a client slow to take a notification
+        ended.append(p)
+
+    async with gw:
+        await answered(gw)
+        got = await gw.call("sleep", {"seconds": 0.3}, progress=slow_client)
+        told = list(ended)
+    assert not got.is_error
+    assert began and told == began
+
+
 async def test_the_traceparent_of_the_calls_span_reaches_the_server(tmp_path, upstreams):
     from gateway.testing.telemetry import TelemetryRecorder
 
