@@ -249,7 +249,7 @@ def bench_cold(args: argparse.Namespace) -> bool:
         "first, as pip compiles a wheel it installs (the SDK the bare server imports is): an "
         "editable checkout under `PYTHONDONTWRITEBYTECODE` would otherwise compile every module "
         "at every start.\n"
-        f"- **Deployment**: `python -m gateway.cli serve` as Claude Code starts it: every "
+        f"- **Deployment**: `mcp-gateway serve` (the venv's console script, the command `claude-config` gives Claude Code): every "
         f"installed plugin ({', '.join(plugins)}; and the built-in `gateway_status`), "
         f"`COCKPIT_API_URL` and `GITEA_URL` set (never contacted while starting), "
         f"{deployed_tools} tools; the bare server lists as many trivial tools. Every start "

@@ -164,6 +164,11 @@ class Target:
 
     def stdio_argv(self, tools: int, python_flags: Sequence[str] = ()) -> list[str]:
         if self.is_gateway:
+            # The console script, as `claude-config` writes it for Claude Code (`python -m`
+            # would import runpy besides); an interpreter flag needs the interpreter.
+            script = Path(PY).parent / "mcp-gateway"
+            if not python_flags and script.is_file():
+                return [str(script), "serve"]
             return [PY, *python_flags, "-m", "gateway.cli", "serve"]
         return [PY, *python_flags, str(BARE_SERVER), "--tools", str(tools), "stdio"]
 
