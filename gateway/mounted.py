@@ -66,6 +66,25 @@ def mount_extras(
     ``private`` and ``prompt_meta``: a plugin's worker's (see the module's docstring)."""
     notes: list[str] = []
     items: dict[str, RegisteredResource] = {}
+    _add_resources(items, spec, listing, plugin, upstream, private, notes)
+    _add_templates(items, spec, listing, plugin, upstream, private, notes)
+    resources.remove_plugin(spec.name)
+    resources.add_all(list(items.values()))
+    mounted = _mounted_prompts(spec, listing, plugin, upstream, private, prompt_meta, notes)
+    prompts.remove_plugin(spec.name)
+    prompts.claim_all(list(mounted.values()))
+    return list(items), list(mounted), notes
+
+
+def _add_resources(
+    items: dict[str, RegisteredResource],
+    spec: ServerSpec,
+    listing: Listing,
+    plugin: PluginContext[Any],
+    upstream: Upstream,
+    private: str | None,
+    notes: list[str],
+) -> None:
     for listed in listing.resources:
         uri, name = listed.get("uri"), listed.get("name")
         if not isinstance(uri, str) or not isinstance(name, str) or not uri:
@@ -74,6 +93,17 @@ def mount_extras(
         published = _public({**listed, "name": spec.prefix + name}, private)
         read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read", private)
         _add(items, RegisteredResource(uri, published, read, spec.name), notes)
+
+
+def _add_templates(
+    items: dict[str, RegisteredResource],
+    spec: ServerSpec,
+    listing: Listing,
+    plugin: PluginContext[Any],
+    upstream: Upstream,
+    private: str | None,
+    notes: list[str],
+) -> None:
     for listed in listing.templates:
         template, name = listed.get("uriTemplate"), listed.get("name")
         if not isinstance(template, str) or not isinstance(name, str) or not template:
@@ -97,9 +127,17 @@ def mount_extras(
             complete=_completer(upstream, {"type": "ref/resource", "uri": template}),
         )
         _add(items, item, notes)
-    resources.remove_plugin(spec.name)
-    resources.add_all(list(items.values()))
 
+
+def _mounted_prompts(
+    spec: ServerSpec,
+    listing: Listing,
+    plugin: PluginContext[Any],
+    upstream: Upstream,
+    private: str | None,
+    prompt_meta: Callable[[], dict[str, Any]] | None,
+    notes: list[str],
+) -> dict[str, RegisteredPrompt]:
     mounted: dict[str, RegisteredPrompt] = {}
     for listed in listing.prompts:
         original = listed.get("name")
@@ -110,9 +148,7 @@ def mount_extras(
         if made.name in mounted:
             notes.append(f"it lists prompt {original!r} twice; it is served once")
         mounted[made.name] = made
-    prompts.remove_plugin(spec.name)
-    prompts.claim_all(list(mounted.values()))
-    return list(items), list(mounted), notes
+    return mounted
 
 
 def _add(items: dict[str, RegisteredResource], item: RegisteredResource, notes: list[str]) -> None:

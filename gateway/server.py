@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import mcp_types as t
@@ -19,7 +19,7 @@ from . import __version__
 from .app import CallResult, Gateway, OfferedTool, RegisteredPrompt
 from .asking import Exchange, LogLevel, Parking, seal_request_state
 from .auth.identity import Identity, current_caller
-from .errors import ErrorCode, GatewayError
+from .errors import ErrorCode, GatewayError, Sanitizer
 from .inputs import InputRequired, Inputs
 from .lifecycle import SignalGuard, plugin_fault, run
 from .stdio import Wire, json_rpc_streams
@@ -111,58 +111,107 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
     """The MCP server over ``gateway`` (loaded: what it lists is what its plugins publish).
     ``stdio_session``: it serves the one session of a stdio process, which is told when
     mounted servers' tools change."""
-    # The visible tool list, computed on first use and again after mounted servers' tools
-    # change (a plugin whose open_resources fails is withdrawn before the first listing).
-    cache: dict[str, Any] = {}
-
-    def listed() -> t.ListToolsResult:
-        if "tools" not in cache:
-            cache["tools"] = t.ListToolsResult(tools=[mcp_tool(x) for x in gateway.offered_tools()])
-        return cache["tools"]  # type: ignore[no-any-return]
-
-    scoped: dict[frozenset[str], t.ListToolsResult] = {}
-    #: the stdio session (one per process), told when mounted servers' tools change
+    lists = _ToolLists(gateway)
+    #: the stdio session (one per process) and its protocol revision, once it made a request
     stdio: list[Any] = []
+    #: the level the stdio session asked for (over HTTP each request is its own session)
+    stdio_levels = LogLevel()
+    #: calls of mounted 2025 servers waiting for a 2026-07-28 client's answers
+    parking = Parking()
 
-    async def tools_changed() -> None:
-        cache.pop("tools", None)
-        scoped.clear()
-        if stdio and stdio[0][1] in HANDSHAKE_PROTOCOL_VERSIONS:
-            # 2025 sessions are told on their connection; 2026-07-28 has no such notification
-            # outside subscriptions/listen, and HTTP requests are each their own session. What
-            # changed (tools, prompts or resources of mounted servers) is not told apart: a
-            # client lists again, which costs little.
-            session = stdio[0][0]
-            await session.send_tool_list_changed()
-            await session.send_prompt_list_changed()
-            await session.send_resource_list_changed()
+    async def lists_changed() -> None:
+        lists.forget()
+        if stdio:
+            await _tell_lists_changed(*stdio[0])
 
-    gateway.mounts.subscribe(tools_changed)
+    gateway.mounts.subscribe(lists_changed)
 
     def remember(ctx: ServerRequestContext[Any]) -> None:
         if stdio_session and not stdio:
             stdio.append((ctx.session, ctx.protocol_version))
 
-    def listed_for(caller: Identity) -> t.ListToolsResult:
+    def exchange(ctx: ServerRequestContext[Any], source: str | None) -> Exchange:
+        levels = stdio_levels if stdio_session else LogLevel()
+        return Exchange(ctx, gateway.sanitizer, levels, source=source)
+
+    server: Server[Any] = Server(
+        gateway.config.server_name,
+        version=__version__,
+        instructions=gateway.instructions(),
+        lifespan=_lifespan(gateway),
+        **_tool_handlers(gateway, lists, remember, exchange, parking),
+        **_prompt_handlers(gateway, exchange, parking),
+        on_completion=_completion_handler(gateway),
+        **_resource_handlers(gateway, exchange, parking),
+        cache_hints=CACHE_HINTS,
+    )
+    # Here rather than in the constructor, which warns that 2026-07-28 has no logging/setLevel
+    # (the SDK answers it there as an unknown method anyway).
+    server.add_request_handler(
+        "logging/setLevel",
+        t.SetLevelRequestParams,
+        _set_level_handler(stdio_levels if stdio_session else None),
+    )
+    # The gateway's span per request in place of the SDK's (which is removed when off).
+    instrument_server(server, gateway.telemetry, gateway.serves_tool, gateway.serves_prompt)
+    # Inside the span: what a client sends back as request state is checked before anything.
+    seal_request_state(server, principal)
+    return server
+
+
+class _ToolLists:
+    """The visible tool list, computed on first use and again after mounted servers' tools
+    change (a plugin whose open_resources fails is withdrawn before the first listing), and
+    what each OAuth caller's scopes let it see."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self._all: t.ListToolsResult | None = None
+        self._scoped: dict[frozenset[str], t.ListToolsResult] = {}
+
+    def all(self) -> t.ListToolsResult:
+        if self._all is None:
+            self._all = t.ListToolsResult(
+                tools=[mcp_tool(x) for x in self._gateway.offered_tools()]
+            )
+        return self._all
+
+    def for_caller(self, caller: Identity) -> t.ListToolsResult:
         """What this caller may use: an unlimited caller (stdio, the static token) gets the
         cached list itself; an OAuth caller the tools its scopes allow, cached per scope set."""
         if caller.scopes is None:
-            return listed()
-        found = scoped.get(caller.scopes)
+            return self.all()
+        found = self._scoped.get(caller.scopes)
         if found is None:
-            allowed = gateway.offered_to(caller)
+            allowed = self._gateway.offered_to(caller)
             if allowed is None:
-                return listed()
-            if len(scoped) >= 64:  # scope sets are few; odd ones must not grow this unbounded
-                scoped.clear()
-            tools = [x for x in listed().tools if x.name in allowed]
-            found = scoped[caller.scopes] = t.ListToolsResult(tools=tools)
+                return self.all()
+            if len(self._scoped) >= 64:  # scope sets are few; odd ones must not grow this unbounded
+                self._scoped.clear()
+            tools = [x for x in self.all().tools if x.name in allowed]
+            found = self._scoped[caller.scopes] = t.ListToolsResult(tools=tools)
         return found
 
-    def input_schema(name: str) -> dict[str, Any] | None:
-        offered = gateway.offered_tool(name)
-        return offered.input_schema if offered is not None else None
+    def forget(self) -> None:
+        self._all = None
+        self._scoped.clear()
 
+
+async def _tell_lists_changed(session: Any, protocol_version: Any) -> None:
+    """Tell the stdio session that mounted servers' lists changed."""
+    if protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+        # 2025 sessions are told on their connection; 2026-07-28 has no such notification
+        # outside subscriptions/listen, and HTTP requests are each their own session. What
+        # changed (tools, prompts or resources of mounted servers) is not told apart: a
+        # client lists again, which costs little.
+        await session.send_tool_list_changed()
+        await session.send_prompt_list_changed()
+        await session.send_resource_list_changed()
+
+
+def _lifespan(
+    gateway: Gateway,
+) -> Callable[[Server[Any]], AbstractAsyncContextManager[dict[str, Any]]]:
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         import anyio
@@ -176,21 +225,33 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
             with anyio.CancelScope(shield=True):
                 await gateway.stop()
 
+    return lifespan
+
+
+#: How a handler of a call makes the :class:`Exchange` with its client (``source``: the name
+#: its log messages go under).
+MakeExchange = Callable[[ServerRequestContext[Any], str | None], Exchange]
+
+
+def _tool_handlers(
+    gateway: Gateway,
+    lists: _ToolLists,
+    remember: Callable[[ServerRequestContext[Any]], None],
+    exchange: MakeExchange,
+    parking: Parking,
+) -> dict[str, Any]:
+    """``tools/list`` and ``tools/call``, and the input schema the SDK checks arguments by."""
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        offered = gateway.offered_tool(name)
+        return offered.input_schema if offered is not None else None
+
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListToolsResult:
         remember(ctx)
         await gateway.settled()
-        return listed_for(current_caller())
-
-    #: the level the stdio session asked for (over HTTP each request is its own session)
-    stdio_levels = LogLevel()
-    #: calls of mounted 2025 servers waiting for a 2026-07-28 client's answers
-    parking = Parking()
-
-    def exchange(ctx: ServerRequestContext[Any], source: str | None) -> Exchange:
-        levels = stdio_levels if stdio_session else LogLevel()
-        return Exchange(ctx, gateway.sanitizer, levels, source=source)
+        return lists.for_caller(current_caller())
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: t.CallToolRequestParams
@@ -215,15 +276,60 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         parks = parking if gateway.mounts and gateway.asks_mid_call(params.name) else None
         return await talk.run(params, attempt, refuse, parking=parks)
 
+    return {
+        "get_tool_input_schema": input_schema,
+        "on_list_tools": on_list_tools,
+        "on_call_tool": on_call_tool,
+    }
+
+
+def _prompt_error(err: GatewayError, sanitizer: Sanitizer) -> MCPError:
+    # Prompts have no error result like tools: a protocol error the client shows.
+    code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS
+    return MCPError(code, sanitizer(f"{err.code.value}: {err.message}"))
+
+
+async def _render_prompt(
+    gateway: Gateway,
+    name: str,
+    arguments: dict[str, Any] | None,
+    client: str | None,
+    inputs: Inputs,
+) -> t.GetPromptResult | InputRequired:
+    """The prompt ``name`` rendered, as the protocol's result; what goes wrong as the
+    protocol's error (a render function's own mistake logged, not shown)."""
+    try:
+        rendered = await gateway.prompt(name, arguments, client=client, inputs=inputs)
+        if isinstance(rendered, InputRequired):
+            return rendered
+        messages = [t.PromptMessage.model_validate(m, by_name=False) for m in rendered]
+    except GatewayError as err:
+        raise _prompt_error(err, gateway.sanitizer) from None
+    except ValidationError as exc:
+        log.error("prompt=%s rendered what is not a message: %s", name, exc.title)
+        raise MCPError(
+            t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
+        ) from None
+    except BaseException as exc:  # KeyboardInterrupt & co. from a render function
+        if not plugin_fault(exc):
+            raise
+        log.error("prompt=%s render raised %s", name, type(exc).__name__)
+        raise MCPError(
+            t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
+        ) from None
+    prompt = gateway.offered_prompt(name)
+    return t.GetPromptResult(
+        description=prompt.spec.description if prompt else None, messages=messages
+    )
+
+
+def _prompt_handlers(gateway: Gateway, exchange: MakeExchange, parking: Parking) -> dict[str, Any]:
+    """``prompts/list`` and ``prompts/get``."""
+
     async def on_list_prompts(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListPromptsResult:
         return t.ListPromptsResult(prompts=[mcp_prompt(p) for p in gateway.offered_prompts()])
-
-    def prompt_error(err: GatewayError) -> MCPError:
-        # Prompts have no error result like tools: a protocol error the client shows.
-        code = t.INTERNAL_ERROR if err.code is ErrorCode.INTERNAL_ERROR else t.INVALID_PARAMS
-        return MCPError(code, gateway.sanitizer(f"{err.code.value}: {err.message}"))
 
     async def on_get_prompt(
         ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams
@@ -231,34 +337,10 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         client = client_name(ctx)
 
         async def attempt(inputs: Inputs) -> t.GetPromptResult | InputRequired:
-            try:
-                rendered = await gateway.prompt(
-                    params.name, params.arguments, client=client, inputs=inputs
-                )
-                if isinstance(rendered, InputRequired):
-                    return rendered
-                messages = [t.PromptMessage.model_validate(m, by_name=False) for m in rendered]
-            except GatewayError as err:
-                raise prompt_error(err) from None
-            except ValidationError as exc:
-                log.error("prompt=%s rendered what is not a message: %s", params.name, exc.title)
-                raise MCPError(
-                    t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
-                ) from None
-            except BaseException as exc:  # KeyboardInterrupt & co. from a render function
-                if not plugin_fault(exc):
-                    raise
-                log.error("prompt=%s render raised %s", params.name, type(exc).__name__)
-                raise MCPError(
-                    t.INTERNAL_ERROR, "INTERNAL_ERROR: the prompt could not be rendered"
-                ) from None
-            prompt = gateway.offered_prompt(params.name)
-            return t.GetPromptResult(
-                description=prompt.spec.description if prompt else None, messages=messages
-            )
+            return await _render_prompt(gateway, params.name, params.arguments, client, inputs)
 
         def refuse(err: GatewayError) -> t.GetPromptResult:
-            raise prompt_error(err)
+            raise _prompt_error(err, gateway.sanitizer)
 
         parks = (
             parking
@@ -266,6 +348,14 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
             else None
         )
         return await exchange(ctx, params.name).run(params, attempt, refuse, parking=parks)
+
+    return {"on_list_prompts": on_list_prompts, "on_get_prompt": on_get_prompt}
+
+
+def _completion_handler(
+    gateway: Gateway,
+) -> Callable[[ServerRequestContext[Any], t.CompleteRequestParams], Awaitable[t.CompleteResult]]:
+    """``completion/complete`` of a prompt's argument or a resource template's variable."""
 
     async def on_completion(
         ctx: ServerRequestContext[Any], params: t.CompleteRequestParams
@@ -282,27 +372,36 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
                     ref.uri, params.argument.name, params.argument.value, context
                 )
         except GatewayError as err:
-            raise prompt_error(err) from None
+            raise _prompt_error(err, gateway.sanitizer) from None
         return t.CompleteResult(
             completion=t.Completion(values=values, total=len(values), has_more=False)
         )
 
-    def published(kind: type[Any], items: list[Any]) -> list[Any]:
-        out = []
-        for item in items:
-            try:
-                out.append(kind.model_validate(item.listed, by_name=False))
-            except ValidationError:
-                log.warning(
-                    "resource %s is not listed: not a valid %s", item.key[:80], kind.__name__
-                )
-        return out
+    return on_completion
+
+
+def _published(kind: type[Any], items: list[Any]) -> list[Any]:
+    """``items`` (resources or templates) as the protocol's ``kind``; one that is not valid
+    is left out of the list, and the log says so."""
+    out = []
+    for item in items:
+        try:
+            out.append(kind.model_validate(item.listed, by_name=False))
+        except ValidationError:
+            log.warning("resource %s is not listed: not a valid %s", item.key[:80], kind.__name__)
+    return out
+
+
+def _resource_handlers(
+    gateway: Gateway, exchange: MakeExchange, parking: Parking
+) -> dict[str, Any]:
+    """``resources/list``, ``resources/templates/list`` and ``resources/read``."""
 
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
     ) -> t.ListResourcesResult:
         await gateway.settled()
-        return t.ListResourcesResult(resources=published(t.Resource, gateway.offered_resources()))
+        return t.ListResourcesResult(resources=_published(t.Resource, gateway.offered_resources()))
 
     async def on_list_resource_templates(
         ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
@@ -310,7 +409,7 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         await gateway.settled()
         templates = gateway.offered_resources(templates=True)
         return t.ListResourceTemplatesResult(
-            resource_templates=published(t.ResourceTemplate, templates)
+            resource_templates=_published(t.ResourceTemplate, templates)
         )
 
     async def on_read_resource(
@@ -340,38 +439,27 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         parks = parking if gateway.mounts and gateway.asks_mid_call(uri, kind="resource") else None
         return await talk.run(params, attempt, refuse, parking=parks)
 
+    return {
+        "on_list_resources": on_list_resources,
+        "on_list_resource_templates": on_list_resource_templates,
+        "on_read_resource": on_read_resource,
+    }
+
+
+def _set_level_handler(
+    levels: LogLevel | None,
+) -> Callable[[ServerRequestContext[Any], t.SetLevelRequestParams], Awaitable[t.EmptyResult]]:
+    """``logging/setLevel``: the level of the stdio session (``levels``); over HTTP each
+    request is its own session, and it changes nothing."""
+
     async def on_set_level(
         ctx: ServerRequestContext[Any], params: t.SetLevelRequestParams
     ) -> t.EmptyResult:
-        if stdio_session:
-            stdio_levels.level = params.level
+        if levels is not None:
+            levels.level = params.level
         return t.EmptyResult()
 
-    server: Server[Any] = Server(
-        gateway.config.server_name,
-        version=__version__,
-        instructions=gateway.instructions(),
-        lifespan=lifespan,
-        get_tool_input_schema=input_schema,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-        on_list_prompts=on_list_prompts,
-        on_get_prompt=on_get_prompt,
-        on_completion=on_completion,
-        on_list_resources=on_list_resources,
-        on_list_resource_templates=on_list_resource_templates,
-        on_read_resource=on_read_resource,
-        cache_hints=CACHE_HINTS,
-    )
-    # Here rather than in the constructor, which warns that 2026-07-28 has no logging/setLevel
-    # (the SDK answers it there as an unknown method anyway).
-    server.add_request_handler("logging/setLevel", t.SetLevelRequestParams, on_set_level)
-
-    # The gateway's span per request in place of the SDK's (which is removed when off).
-    instrument_server(server, gateway.telemetry, gateway.serves_tool, gateway.serves_prompt)
-    # Inside the span: what a client sends back as request state is checked before anything.
-    seal_request_state(server, principal)
-    return server
+    return on_set_level
 
 
 def initialization_options(server: Server[Any]) -> Any:

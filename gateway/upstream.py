@@ -444,9 +444,7 @@ async def open_process(
     stderr goes to ``on_stderr`` (else to the log). On exit (also when cancelled) the process
     group is ended: stdin closed, then SIGTERM after ``stdin_grace`` seconds, SIGKILL after
     :data:`TERM_GRACE`."""
-    import mcp_types as t
     from mcp.shared.message import SessionMessage
-    from pydantic_core import from_json
 
     assert spec.command is not None
     # Always a Popen whose pipes the loop reads and writes itself (_Started): anyio's process
@@ -457,38 +455,84 @@ async def open_process(
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
     server_log = logging.getLogger(f"gateway.server.{spec.name}")
+    deliver = _deliverer(handle, to_session, server_log)
+    stderr_done = anyio.Event()
+    # Its own scope, shielded: when the connection is cancelled (the gateway stops), what the
+    # server still writes while it ends is read; it ends with stderr, or when let go below.
+    stderr_scope = anyio.CancelScope(shield=True)
 
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        pending = bytearray()
+    async with anyio.create_task_group() as tg:
+        handle._spawn = tg.start_soon
+        tg.start_soon(_read_stdout, handle, to_session, deliver, max_message)
+        tg.start_soon(_write_stdin, handle, from_session)
+        tg.start_soon(_read_stderr, handle, stderr_scope, stderr_done, on_stderr, server_log)
         try:
-            async with to_session:
-                async for chunk in process.stdout:
-                    start = 0
-                    while (end := chunk.find(b"\n", start)) >= 0:
-                        pending += chunk[start:end]
-                        start = end + 1
-                        if len(pending) > max_message:
-                            break
-                        line = bytes(pending)
-                        pending.clear()
-                        if line.strip():
-                            await deliver(line)
-                    else:
-                        pending += chunk[start:]
-                    if len(pending) > max_message:
-                        handle.cut_off = (
-                            f"sent a message over {max_message // (1024 * 1024)} MB; the "
-                            "gateway stopped it"
-                        )
-                        log.error("server %s %s", spec.name, handle.cut_off)
-                        handle.kill()
-                        return
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
+            yield handle, from_server, to_server
         finally:
-            handle.closed.set()
-            handle._gone()
+            with anyio.CancelScope(shield=True):
+                await _stop(handle, stdin_grace)
+                # Its last words (why it exited, often) reach the log before it is let go.
+                with anyio.move_on_after(STDIN_GRACE):
+                    await stderr_done.wait()
+                stderr_scope.cancel()
+                if process.stderr is not None:
+                    with contextlib.suppress(Exception):
+                        await process.stderr.aclose()
+            tg.cancel_scope.cancel()
+
+
+async def _read_stdout(
+    handle: ServerProcess,
+    to_session: MemoryObjectSendStream[SessionMessage | Exception],
+    deliver: Callable[[bytes], Awaitable[None]],
+    max_message: int,
+) -> None:
+    """Split what the server writes to stdout into lines, each to ``deliver``, until it
+    ends; a line over ``max_message`` bytes ends the server."""
+    stdout = handle.process.stdout
+    assert stdout is not None
+    pending = bytearray()
+    try:
+        async with to_session:
+            async for chunk in stdout:
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    pending += chunk[start:end]
+                    start = end + 1
+                    if len(pending) > max_message:
+                        break
+                    line = bytes(pending)
+                    pending.clear()
+                    if line.strip():
+                        await deliver(line)
+                else:
+                    pending += chunk[start:]
+                if len(pending) > max_message:
+                    handle.cut_off = (
+                        f"sent a message over {max_message // (1024 * 1024)} MB; the "
+                        "gateway stopped it"
+                    )
+                    log.error("server %s %s", handle.name, handle.cut_off)
+                    handle.kill()
+                    return
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        pass
+    finally:
+        handle.closed.set()
+        handle._gone()
+
+
+def _deliverer(
+    handle: ServerProcess,
+    to_session: MemoryObjectSendStream[SessionMessage | Exception],
+    server_log: logging.Logger,
+) -> Callable[[bytes], Awaitable[None]]:
+    """What takes each line the server writes to stdout: an answer or progress of one of the
+    gateway's own requests (:meth:`ServerProcess.takes`), a log message (``on_log``), or a
+    message for the session."""
+    import mcp_types as t
+    from mcp.shared.message import SessionMessage
+    from pydantic_core import from_json
 
     async def deliver(line: bytes) -> None:
         try:
@@ -505,58 +549,52 @@ async def open_process(
             return
         await to_session.send(SessionMessage(message))
 
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        try:
-            async with from_session:
-                async for item in from_session:
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send(data.encode() + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            handle.closed.set()
+    return deliver
 
-    stderr_done = anyio.Event()
-    # Its own scope, shielded: when the connection is cancelled (the gateway stops), what the
-    # server still writes while it ends is read; it ends with stderr, or when let go below.
-    stderr_scope = anyio.CancelScope(shield=True)
 
-    async def read_stderr() -> None:
-        assert process.stderr is not None
-        pending = b""
-        with (
-            stderr_scope,
-            contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError),
-        ):
-            async for chunk in _chunks(process.stderr, stderr_done):
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()[-MAX_STDERR_LINE * 4 :]
-                for raw in lines:
-                    text = raw.decode("utf-8", "replace").rstrip()[:MAX_STDERR_LINE]
-                    if text:
-                        handle.stderr_tail.append(text)
-                        if on_stderr is not None:
-                            on_stderr(text)
-                        else:
-                            server_log.info("%s", text)
+async def _write_stdin(
+    handle: ServerProcess, from_session: MemoryObjectReceiveStream[SessionMessage]
+) -> None:
+    """Write what the session sends to the server's stdin, a line each."""
+    stdin = handle.process.stdin
+    assert stdin is not None
+    try:
+        async with from_session:
+            async for item in from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await stdin.send(data.encode() + b"\n")
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        handle.closed.set()
 
-    async with anyio.create_task_group() as tg:
-        handle._spawn = tg.start_soon
-        tg.start_soon(read_stdout)
-        tg.start_soon(write_stdin)
-        tg.start_soon(read_stderr)
-        try:
-            yield handle, from_server, to_server
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop(handle, stdin_grace)
-                # Its last words (why it exited, often) reach the log before it is let go.
-                with anyio.move_on_after(STDIN_GRACE):
-                    await stderr_done.wait()
-                stderr_scope.cancel()
-                if process.stderr is not None:
-                    with contextlib.suppress(Exception):
-                        await process.stderr.aclose()
-            tg.cancel_scope.cancel()
+
+async def _read_stderr(
+    handle: ServerProcess,
+    scope: anyio.CancelScope,
+    done: anyio.Event,
+    on_stderr: Callable[[str], None] | None,
+    server_log: logging.Logger,
+) -> None:
+    """Each line the server writes to stderr (cut to :data:`MAX_STDERR_LINE`) to
+    ``on_stderr``, else to ``server_log``; the last few are kept (``stderr_tail``). Read
+    inside ``scope``; ``done`` is set when stderr ends."""
+    stderr = handle.process.stderr
+    assert stderr is not None
+    pending = b""
+    with (
+        scope,
+        contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError),
+    ):
+        async for chunk in _chunks(stderr, done):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()[-MAX_STDERR_LINE * 4 :]
+            for raw in lines:
+                text = raw.decode("utf-8", "replace").rstrip()[:MAX_STDERR_LINE]
+                if text:
+                    handle.stderr_tail.append(text)
+                    if on_stderr is not None:
+                        on_stderr(text)
+                    else:
+                        server_log.info("%s", text)
 
 
 async def _stop(handle: ServerProcess, stdin_grace: float = STDIN_GRACE) -> None:
@@ -635,7 +673,17 @@ class Abandon(Exception):
 
 class Upstream:
     """One mounted server, kept running: :meth:`run` connects, lists, serves calls and restarts
-    it with backoff until cancelled. Calls meanwhile answer ``BACKEND_UNAVAILABLE``."""
+    it with backoff until cancelled. Calls meanwhile answer ``BACKEND_UNAVAILABLE``.
+
+    Made with: ``prepare``: see :data:`Prepare`. ``started``: its process, started already
+    (:func:`start_process`), for the first connection. ``on_stderr``: takes each line it
+    writes to stderr. ``stdin_grace``: seconds it gets to exit once its stdin is closed.
+    ``title``: what messages call it (``MCP server 'fs'``). ``retry_unanswered=False``: when
+    it fails before it ever answered, it is not started again (``settled`` is set).
+    ``answers_inputs``: at 2025-11-25 too it asks the client with input-required results and
+    takes the answers in the request made again, as at 2026-07-28 (a plugin's worker, which
+    never asks over its connection). ``errors``: reads an error it answered as the gateway's
+    own error (a worker's), else ``None``."""
 
     def __init__(
         self,
@@ -654,15 +702,6 @@ class Upstream:
         answers_inputs: bool = False,
         errors: Callable[[Any], GatewayError | None] | None = None,
     ) -> None:
-        """``prepare``: see :data:`Prepare`. ``started``: its process, started already
-        (:func:`start_process`), for the first connection. ``on_stderr``: takes each line it
-        writes to stderr. ``stdin_grace``: seconds it gets to exit once its stdin is closed.
-        ``title``: what messages call it (``MCP server 'fs'``). ``retry_unanswered=False``:
-        when it fails before it ever answered, it is not started again (``settled`` is set).
-        ``answers_inputs``: at 2025-11-25 too it asks the client with input-required results
-        and takes the answers in the request made again, as at 2026-07-28 (a plugin's worker,
-        which never asks over its connection). ``errors``: reads an error it answered as the
-        gateway's own error (a worker's), else ``None``."""
         self.spec = spec
         self.name = spec.name
         self.title = title or f"MCP server {spec.name!r}"
@@ -1153,15 +1192,18 @@ class Upstream:
                 raise MissingCapability.from_error(exc.error.data, self.name) from None
             raise self._refused(exc) from None
         except ValidationError:
-            raise GatewayError(
-                ErrorCode.BACKEND_ERROR,
-                f"{self.title} answered with something that is not a tool result"
-                if method == "tools/call"
-                else f"{self.title} answered {method} with something that is not its result",
-                retryable=False,
-            ) from None
+            raise self._not_its_result(method) from None
         finally:
             self._running.pop(key, None)
+
+    def _not_its_result(self, method: str) -> GatewayError:
+        return GatewayError(
+            ErrorCode.BACKEND_ERROR,
+            f"{self.title} answered with something that is not a tool result"
+            if method == "tools/call"
+            else f"{self.title} answered {method} with something that is not its result",
+            retryable=False,
+        )
 
     def _with_meta(
         self,
