@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 from .audit import build_audit_trail
 from .auth.identity import Identity, current_caller
+from .backends import BackendHub
 from .config import GatewayConfig, ToolNames, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
@@ -49,9 +50,8 @@ from .prompts import (
 )
 from .registry import RegisteredTool, Registry
 from .resources import RegisteredResource, ResourceRegistry
-from .rest.backend import RestBackend, RestSettings
-from .rest.hub import BackendHub
 from .spec import (
+    Backend,
     HealthCheck,
     LogFn,
     PluginContext,
@@ -365,9 +365,8 @@ class Gateway:
             for name in p.not_offered:
                 tool = self.registry.get(name)
                 backend = tool.spec.backend if tool is not None else None
-                if isinstance(backend, RestBackend):
-                    prefix = backend.settings.env_prefix
-                    what = f"{prefix}_URL" if prefix else f"[plugins.{backend.settings_table}] url"
+                if isinstance(backend, Backend):
+                    what = backend.enabled_by()
                 else:
                     what = f"plugin {p.name}'s backend settings"
                 waiting[what] = waiting.get(what, 0) + 1
@@ -639,8 +638,8 @@ class Gateway:
         results younger than the cache time are reused unless ``use_cache`` is false."""
         return await self.health.run(plugin=plugin, use_cache=use_cache)
 
-    def backend_settings(self, backend: RestBackend) -> RestSettings:
-        """The settings a declared REST backend was built with."""
+    def backend_settings(self, backend: Backend) -> Any:
+        """The settings a declared backend was built with."""
         return self.backends.settings(backend)
 
     async def status(self, *, check_health: bool = True) -> dict[str, Any]:
