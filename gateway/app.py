@@ -129,10 +129,14 @@ class Gateway:
     """Build with :func:`build_gateway`. Loading happens in the constructor and does no I/O
     beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them.
 
-    The transports, the CLI and the test kit use only the methods below; the parts
-    (``registry``, ``policy``, ``pipeline``, ``health``, ``loader``) stay reachable for the
-    core's own tests. What decides which tools a client is offered belongs in these methods, so
-    that every surface follows it.
+    What decides which tools, prompts and resources a client is offered, and every call, go
+    through the methods below, so that every surface follows them. Besides those, the
+    transports, the CLI and the test kit read a few parts directly: ``config``, ``sanitizer``
+    and ``telemetry`` (their own names, messages and spans), ``policy.scopes`` and ``limiter``
+    (the HTTP transport), ``mounts`` (a changed tool list, ``approve``), ``workers`` (whether
+    the isolated plugins loaded), ``pipeline.errors`` (a call refused before it runs) and
+    ``backends`` (the settings ``claude-config`` finds unset). The other parts (``registry``,
+    ``health``, ``loader``, ``prompts``, ``resources``) stay reachable for the core's own tests.
 
     ``telemetry`` builds the gateway's :class:`~gateway.telemetry.Telemetry` from its
     sanitizer; by default it is what ``config.telemetry`` asks for (``TelemetryError`` when
