@@ -65,6 +65,22 @@ def mount_extras(
     out); the URIs and templates served, the prompt names, and notes for the operator.
     ``private`` and ``prompt_meta``: a plugin's worker's (see the module's docstring)."""
     notes: list[str] = []
+    served = _mount_resources(spec, listing, plugin, upstream, resources, private, notes)
+    names = _mount_prompts(spec, listing, plugin, upstream, prompts, private, prompt_meta, notes)
+    return served, names, notes
+
+
+def _mount_resources(
+    spec: ServerSpec,
+    listing: Listing,
+    plugin: PluginContext[Any],
+    upstream: Upstream,
+    resources: ResourceRegistry,
+    private: str | None,
+    notes: list[str],
+) -> list[str]:
+    """The server's resources and templates in place of its earlier ones; the URIs and
+    templates served (what is not served is said in ``notes``)."""
     items: dict[str, RegisteredResource] = {}
     for listed in listing.resources:
         uri, name = listed.get("uri"), listed.get("name")
@@ -99,7 +115,20 @@ def mount_extras(
         _add(items, item, notes)
     resources.remove_plugin(spec.name)
     resources.add_all(list(items.values()))
+    return list(items)
 
+
+def _mount_prompts(
+    spec: ServerSpec,
+    listing: Listing,
+    plugin: PluginContext[Any],
+    upstream: Upstream,
+    prompts: PromptRegistry,
+    private: str | None,
+    prompt_meta: Callable[[], dict[str, Any]] | None,
+    notes: list[str],
+) -> list[str]:
+    """The server's prompts in place of its earlier ones; their names as served."""
     mounted: dict[str, RegisteredPrompt] = {}
     for listed in listing.prompts:
         original = listed.get("name")
@@ -112,7 +141,7 @@ def mount_extras(
         mounted[made.name] = made
     prompts.remove_plugin(spec.name)
     prompts.claim_all(list(mounted.values()))
-    return list(items), list(mounted), notes
+    return list(mounted)
 
 
 def _add(items: dict[str, RegisteredResource], item: RegisteredResource, notes: list[str]) -> None:
