@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 from .audit import build_audit_trail
 from .auth.identity import Identity, current_caller
+from .backends import BackendHub
 from .config import GatewayConfig, ToolNames, load_config, unexpanded_problem
 from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
@@ -49,9 +50,8 @@ from .prompts import (
 )
 from .registry import RegisteredTool, Registry
 from .resources import RegisteredResource, ResourceRegistry
-from .rest.backend import RestBackend, RestSettings
-from .rest.hub import BackendHub
 from .spec import (
+    Backend,
     HealthCheck,
     LogFn,
     PluginContext,
@@ -129,10 +129,14 @@ class Gateway:
     """Build with :func:`build_gateway`. Loading happens in the constructor and does no I/O
     beyond importing plugins; :meth:`start` opens plugin resources, :meth:`stop` closes them.
 
-    The transports, the CLI and the test kit use only the methods below; the parts
-    (``registry``, ``policy``, ``pipeline``, ``health``, ``loader``) stay reachable for the
-    core's own tests. What decides which tools a client is offered belongs in these methods, so
-    that every surface follows it.
+    What decides which tools, prompts and resources a client is offered, and every call, go
+    through the methods below, so that every surface follows them. Besides those, the
+    transports, the CLI and the test kit read a few parts directly: ``config``, ``sanitizer``
+    and ``telemetry`` (their own names, messages and spans), ``policy.scopes`` and ``limiter``
+    (the HTTP transport), ``mounts`` (a changed tool list, ``approve``), ``workers`` (whether
+    the isolated plugins loaded), ``pipeline.errors`` (a call refused before it runs) and
+    ``backends`` (the settings ``claude-config`` finds unset). The other parts (``registry``,
+    ``health``, ``loader``, ``prompts``, ``resources``) stay reachable for the core's own tests.
 
     ``telemetry`` builds the gateway's :class:`~gateway.telemetry.Telemetry` from its
     sanitizer; by default it is what ``config.telemetry`` asks for (``TelemetryError`` when
@@ -365,9 +369,8 @@ class Gateway:
             for name in p.not_offered:
                 tool = self.registry.get(name)
                 backend = tool.spec.backend if tool is not None else None
-                if isinstance(backend, RestBackend):
-                    prefix = backend.settings.env_prefix
-                    what = f"{prefix}_URL" if prefix else f"[plugins.{backend.settings_table}] url"
+                if isinstance(backend, Backend):
+                    what = backend.enabled_by()
                 else:
                     what = f"plugin {p.name}'s backend settings"
                 waiting[what] = waiting.get(what, 0) + 1
@@ -639,8 +642,8 @@ class Gateway:
         results younger than the cache time are reused unless ``use_cache`` is false."""
         return await self.health.run(plugin=plugin, use_cache=use_cache)
 
-    def backend_settings(self, backend: RestBackend) -> RestSettings:
-        """The settings a declared REST backend was built with."""
+    def backend_settings(self, backend: Backend) -> Any:
+        """The settings a declared backend was built with."""
         return self.backends.settings(backend)
 
     async def status(self, *, check_health: bool = True) -> dict[str, Any]:

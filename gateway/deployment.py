@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, SecretStr
 
+from .backends import BackendHub
 from .config import ENV_PREFIX, GatewayConfig, GatewaySettings, field_env_names
 from .plugins import PluginRecord, PluginState
 from .registry import RegisteredTool
-from .rest.backend import RestBackend
-from .rest.hub import BackendHub
+from .spec import Backend
 
 
 class Deployment(Protocol):
@@ -62,8 +62,8 @@ def _reference(name: str, value: str, secret: bool) -> str:
 
 def _plugin_models(
     gateway: Deployment,
-) -> Iterator[tuple[PluginRecord, list[RestBackend], list[type[BaseModel]]]]:
-    """Per loaded plugin: its REST backends and the settings models it reads (its own first)."""
+) -> Iterator[tuple[PluginRecord, list[Backend], list[type[BaseModel]]]]:
+    """Per loaded plugin: the backends its tools declare as objects, and the settings models it reads (its own first)."""
     tools = gateway.tools()
     for record in gateway.plugins:
         if record.state is not PluginState.LOADED:
@@ -71,7 +71,7 @@ def _plugin_models(
         backends = {
             t.spec.backend.name: t.spec.backend
             for t in tools
-            if t.plugin.name == record.name and isinstance(t.spec.backend, RestBackend)
+            if t.plugin.name == record.name and isinstance(t.spec.backend, Backend)
         }
         models: list[type[BaseModel]] = [b.settings for b in backends.values()]
         settings = record.context.settings if record.context is not None else None

@@ -226,6 +226,21 @@ class WorkerSaid(GatewayError):
     """An error the plugin raised in its worker (not the worker's own failure)."""
 
 
+def _declared_tier(hints: dict[str, Any]) -> tuple[Tier, Mutation | None]:
+    """The tier a worker's tool declares by its annotations, failing closed: read only when it
+    says it is read-only; otherwise a mutation, destructive unless it says it is not and
+    idempotent only when it says so."""
+    if hints.get("readOnlyHint") is True:
+        return Tier.READ, None
+    return Tier.MUTATION, Mutation(
+        consequence="as its description says",
+        requires="as its description says",
+        reversible=False,
+        destructive=hints.get("destructiveHint") is not False,
+        idempotent=hints.get("idempotentHint") is True,
+    )
+
+
 class Workers:
     """The isolated plugins of one gateway (see the module's docstring)."""
 
@@ -610,19 +625,17 @@ class Workers:
         meta = dict(listed.get("_meta") or {})
         private = meta.pop(PRIVATE, None) or {}
         hints = listed.get("annotations") or {}
-        read = hints.get("readOnlyHint") is True
-        tier = Tier.READ if read else Tier.MUTATION
-        destructive = not read and hints.get("destructiveHint") is not False
-        idempotent = read or hints.get("idempotentHint") is True
+        tier, mutation = _declared_tier(hints)
         description = str(listed.get("description") or "")
-        if not read and "MUTATION:" not in description:  # never offered as safer than it is
-            description = f"{description}\n\n{mutation_paragraph(destructive)}".strip()
+        if mutation is not None and "MUTATION:" not in description:  # never offered as safer
+            description = f"{description}\n\n{mutation_paragraph(mutation.destructive)}".strip()
         title = str(hints.get("title") or listed.get("title") or name)
         input_schema = listed.get("inputSchema")
         if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
             raise ValueError("its inputSchema is not a JSON Schema of an object")
         timeout = private.get("timeout")
         backend = private.get("backend")
+        open_world = hints.get("openWorldHint") is not False
 
         async def call_worker(args: Any, ctx: ToolContext[Any]) -> Shaped | McpResult:
             return await self.call(record, name, args, ctx)
@@ -634,18 +647,10 @@ class Workers:
             handler=call_worker,
             tier=tier,
             title=title,
-            mutation=None
-            if read
-            else Mutation(
-                consequence="as its description says",
-                requires="as its description says",
-                reversible=False,
-                destructive=destructive,
-                idempotent=idempotent,
-            ),
+            mutation=mutation,
             timeout=float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None,
             backend=backend if isinstance(backend, str) and backend else None,
-            open_world=hints.get("openWorldHint") is not False,
+            open_world=open_world,
         )
         return WorkerTool(
             spec=spec,
@@ -656,10 +661,10 @@ class Workers:
             description=description,
             annotations={
                 "title": title,
-                "read_only_hint": read,
-                "destructive_hint": destructive,
-                "idempotent_hint": idempotent,
-                "open_world_hint": hints.get("openWorldHint") is not False,
+                "read_only_hint": mutation is None,
+                "destructive_hint": mutation is not None and mutation.destructive,
+                "idempotent_hint": mutation is None or mutation.idempotent,
+                "open_world_hint": open_world,
             },
             meta=meta or None,
             upstream_name=name,

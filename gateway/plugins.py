@@ -25,6 +25,7 @@ import pluggy
 from pydantic import BaseModel
 
 from . import hookspecs
+from .backends import BackendConflict, BackendHub
 from .config import (
     SERVERS_PLUGIN,
     ConfigError,
@@ -39,10 +40,8 @@ from .lifecycle import plugin_fault
 from .prompts import PromptRegistry, RegisteredPrompt, build_prompt
 from .registry import RegisteredTool, RegistrationError, Registry, build_tool
 from .resources import RegisteredResource, ResourceRegistry, build_resource
-from .rest.backend import RestBackend
-from .rest.hub import BackendConflict, BackendHub
 from .schemacache import SchemaCache, cache_folder, deferred_models
-from .spec import HealthCheck, PluginContext, ServerSpec, ToolSpec
+from .spec import Backend, HealthCheck, PluginContext, ServerSpec, ToolSpec
 
 HOOK_NAMES = (
     "plugin_settings",
@@ -500,17 +499,16 @@ class PluginLoader:
             self._fail(rec, f"{what}: {type(exc).__name__}: {exc}")
 
     def _declare_backends(self, plugin: str, tools: list[RegisteredTool]) -> list[HealthCheck]:
-        """The REST backends the tools name: settings built (once per backend name, shared with
+        """The backends the tools name as objects: settings built (once per backend name, shared with
         other plugins that use it), secrets made known, one shared health check each."""
         backends = {
             t.spec.backend.name: t.spec.backend
             for t in tools
-            if isinstance(t.spec.backend, RestBackend)
+            if isinstance(t.spec.backend, Backend)
         }
         checks = []
         for backend in backends.values():
-            settings = self.backends.declare(backend, plugin)
-            self.sanitizer.add_secrets(settings.secret_values())
+            self.backends.declare(backend, plugin)
             checks.append(self.backends.health_check(backend))
         return checks
 

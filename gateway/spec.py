@@ -22,7 +22,7 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload, runtime_checkable
 
 import anyio
 import anyio.to_thread
@@ -77,12 +77,58 @@ class Mutation:
     idempotent: bool
 
 
+class BackendClient(Protocol):
+    """What the core does with a backend's client: close it at shut-down."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
 class Backend(Protocol):
-    """A backend declared as an object (:class:`gateway.rest.RestBackend`): its ``name`` is
-    what its health check, breaker and configuration state are kept under."""
+    """A backend declared as an object (the REST kit's :class:`gateway.rest.RestBackend`).
+
+    ``name`` is what its health check, breaker and configuration state are kept under. The
+    core reads its ``settings`` model from ``[plugins.<settings_table>]`` and the environment
+    once per name, makes its secrets known, registers the one health check it builds and opens
+    the one client it builds on first use (:class:`gateway.backends.BackendHub`), however many
+    plugins declare it. The core knows such a backend only through these members.
+    """
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def settings(self) -> type[BaseModel]: ...
+
+    @property
+    def settings_table(self) -> str: ...
+
+    def same_identity(self, other: Any) -> bool:
+        """Is ``other`` a declaration of this backend (by another plugin that shares it)?"""
+        ...
+
+    def secret_values(self, settings: Any) -> list[str]:
+        """The secrets ``settings`` hold, and those sent from them, for the sanitizer."""
+        ...
+
+    def not_configured(self, settings: Any, unexpanded: Mapping[str, str]) -> str | None:
+        """Why ``settings`` leave the backend unconfigured (``None`` when they do not);
+        ``unexpanded``: variables the client left as ``${NAME}`` references."""
+        ...
+
+    def enabled_by(self) -> str:
+        """The setting that enables the backend, as start lines name it (``GITEA_URL``)."""
+        ...
+
+    def open_client(self, settings: Any, sanitizer: Sanitizer) -> BackendClient:
+        """The backend's one client, opened on its first use."""
+        ...
+
+    def health_check(
+        self, settings: Any, client: Callable[[], Any], not_configured: str | None
+    ) -> HealthCheck:
+        """The backend's one health check; ``client()`` opens or returns its client."""
+        ...
 
 
 class NotInitialized(Exception):
@@ -135,7 +181,8 @@ class PluginContext(Generic[SettingsT]):
     ``logger`` writes to stderr through the redacting handler; stdout is the stdio transport.
     ``read_only``: the deployment hides every mutation tool; a plugin must not write on its own
     initiative either (no background maintenance that changes data). ``backends`` is the
-    core's hub of REST backends: :mod:`gateway.rest` reaches its clients through it.
+    core's hub of declared backends (:class:`gateway.backends.BackendHub`): :mod:`gateway.rest`
+    reaches its clients through it.
     """
 
     name: str
@@ -304,9 +351,9 @@ class ToolSpec(Generic[ArgsT]):
     (a ``ToolSpec[InputModel]``: a type checker holds the handler to the input model).
     ``tier`` has no default: a spec whose tier is ``None`` is refused when it is registered.
     ``timeout`` (seconds) overrides the gateway default. ``backend`` is the backend the tool
-    depends on: a name that one of the plugin's health checks declares, or a
-    :class:`~gateway.rest.RestBackend` (the core then provides its settings, client and health
-    check). Its circuit breaker and configuration state gate the call.
+    depends on: a name that one of the plugin's health checks declares, or a :class:`Backend`
+    such as :class:`~gateway.rest.RestBackend` (the core then provides its settings, client and
+    health check). Its circuit breaker and configuration state gate the call.
     ``open_world`` says the tool reaches outside the gateway's own data (a remote service).
     ``max_result_chars`` raises Claude Code's 50k-character inline result limit for this tool.
     ``function``: the typed function :func:`tool` declared the tool with (registration errors

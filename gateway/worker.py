@@ -302,13 +302,13 @@ class Worker:
     def _load(self, src: PluginSource | None, params: Mapping[str, Any]) -> None:
         from dataclasses import replace
 
+        from .backends import BackendHub
         from .errors import Sanitizer
         from .health import HealthMonitor
         from .logs import configure_logging
         from .plugins import PluginLoader, PluginRecord, PluginState
         from .prompts import PromptRegistry
         from .registry import Registry
-        from .rest.hub import BackendHub
 
         config = self.config = self._settings(params)
         sanitizer = Sanitizer.from_environment(roots=[*config.data_roots], env=dict(config.env))
@@ -756,8 +756,7 @@ def _warm() -> None:
     connects, every millisecond here is one its first listing waits."""
     import anyio._backends._asyncio  # noqa: F401 - anyio's event loop, imported on first run
 
-    from . import health, pipeline, prompts, stdio  # noqa: F401
-    from .rest import hub  # noqa: F401
+    from . import backends, health, pipeline, prompts, stdio  # noqa: F401
 
 
 #: A worker's log line: the gateway adds the time when it logs it (see isolation.py).

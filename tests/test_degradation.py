@@ -220,6 +220,10 @@ async def test_stdio_gateway_starts_at_once_and_survives_every_backend_failure(
         env = gateway_env(
             PYTHONPATH=os.environ["PYTHONPATH"],
             SVC_URL=b.url,
+            # The client's read timeout must end each call, not the tool's (twice as long):
+            # only the backend's own timeout counts for its breaker, and on a loaded machine
+            # the half second between the two of the default was not always enough.
+            SVC_TIMEOUT="2",
             MCP_GATEWAY_PLUGINS="svc,good",
             MCP_GATEWAY_BREAKER_FAILURES="2",
         )

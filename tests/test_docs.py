@@ -268,3 +268,35 @@ def test_every_signature_the_test_kit_docs_show_exists():
                     wrong.append(f"{name}: {param} not shown")
     assert shown > 10
     assert wrong == []
+
+
+def test_the_health_check_the_hooks_reference_shows_is_the_dataclass():
+    from dataclasses import MISSING, fields
+
+    from gateway.spec import HealthCheck
+
+    doc = re.sub(r"\s+", " ", (REPO / "docs/plugins/hooks.md").read_text())
+    shown = re.search(r"register\(HealthCheck\(([^()]*)\)\)", doc)
+    assert shown is not None
+    real = ", ".join(
+        f.name if f.default is MISSING else f"{f.name}={f.default!r}" for f in fields(HealthCheck)
+    )
+    assert shown.group(1) == real
+
+
+def test_every_keyword_a_rest_tool_adds_to_a_tool_spec_is_documented():
+    """Those RestTool adds, and those whose default it changes (``open_world``)."""
+    from dataclasses import fields
+
+    from gateway.rest import RestTool
+    from gateway.spec import ToolSpec
+
+    doc = (REPO / "docs/plugins/rest.md").read_text()
+    spec = {f.name: f.default for f in fields(ToolSpec)}
+    own = [
+        f.name
+        for f in fields(RestTool)
+        if f.name != "handler" and (f.name not in spec or f.default != spec[f.name])
+    ]
+    assert {"route", "run", "shape", "open_world"} <= set(own)
+    assert [name for name in own if f"`{name}=`" not in doc] == []

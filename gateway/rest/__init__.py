@@ -25,9 +25,10 @@ client module is imported on a backend's first call. See ``docs/plugins/rest.md`
 from __future__ import annotations
 
 from ..errors import Failure, StatusRule, status_error
-from .backend import RestBackend, RestSettings, basic_auth, bearer_auth, env_suffix
+from .backend import RestBackend
 from .body import backend_reason
 from .route import Method, Route
+from .settings import RestSettings, basic_auth, bearer_auth, env_suffix
 from .shapes import (
     JsonString,
     OffsetPage,

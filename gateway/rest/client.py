@@ -28,7 +28,6 @@ from ..errors import ErrorCode, Failure, GatewayError, Sanitizer, StatusRule, st
 from ..pipeline import note_cancelled_waiting
 from ..telemetry import current
 from ..tls import tls_context
-from .backend import RestBackend, RestSettings
 from .body import (
     ACCEPT_ENCODING,
     BoundedDecoder,
@@ -38,6 +37,7 @@ from .body import (
     backend_reason,
     decode_json,
 )
+from .settings import RestSettings
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _RETRY_BACKOFF = (0.1, 0.3)
@@ -75,29 +75,37 @@ def fill_path(template: str, values: Mapping[str, Any]) -> str:
 
 
 class RestClient:
-    """The shared client of one backend; handlers reach it as ``ctx.client`` (see
-    :class:`gateway.rest.RestContext`)."""
+    """The shared client of one backend, opened by :meth:`gateway.rest.RestBackend.open_client`
+    with what the declaration says; handlers reach it as ``ctx.client`` (see
+    :class:`gateway.rest.RestContext`). ``headers``: the backend's own (user agent,
+    credentials), sent with every request."""
 
     def __init__(
-        self, backend: RestBackend, settings: RestSettings, sanitizer: Sanitizer | None = None
+        self,
+        settings: RestSettings,
+        sanitizer: Sanitizer | None = None,
+        *,
+        name: str,
+        title: str,
+        headers: Mapping[str, str],
+        api_prefix: str = "",
+        down_message: str | None = None,
     ) -> None:
         assert settings.url is not None
-        headers = {
-            "Accept": "application/json",
-            "Accept-Encoding": ACCEPT_ENCODING,
-            "User-Agent": backend.user_agent,
-        }
-        headers.update(backend.auth(settings))
-        self.backend = backend
+        sent = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
+        sent.update(headers)
+        self.name = name
+        self.api_prefix = api_prefix
+        self.down_message = down_message
         self.settings = settings
-        self.title = backend.title
+        self.title = title
         self.cap = settings.max_response_bytes
         self.max_values = settings.max_response_values
         self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
         self.origin = _origin(httpx.URL(settings.url))
         self.http = httpx.AsyncClient(
-            base_url=settings.url + backend.api_prefix,
-            headers=headers,
+            base_url=settings.url + api_prefix,
+            headers=sent,
             timeout=httpx.Timeout(settings.request_timeout),
             limits=httpx.Limits(
                 max_connections=settings.max_concurrency,
@@ -109,7 +117,7 @@ class RestClient:
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
         self._hint = (
             f"set a valid {settings.env_name('TOKEN')}"
-            if backend.settings.env_prefix
+            if settings.env_prefix
             else "check the backend's credentials"
         )
 
@@ -121,7 +129,7 @@ class RestClient:
     def _down(self, what: str) -> GatewayError:
         return GatewayError(
             ErrorCode.BACKEND_UNAVAILABLE,
-            self.backend.down_message
+            self.down_message
             or f"{self.title} is unreachable (connection refused or dropped) while asking for "
             f"{what}; check that it runs at {self.settings.url}, then retry",
             backend_down=True,
@@ -209,9 +217,9 @@ class RestClient:
         try:
             async with self.limiter:
                 with current().backend_request(
-                    self.backend.name,
+                    self.name,
                     method,
-                    None if route is None else self.backend.api_prefix + route,
+                    None if route is None else self.api_prefix + route,
                     url=self.settings.url,
                 ) as trace:
                     resp = await self._send(method, path, kwargs, attempts, what)
@@ -222,7 +230,7 @@ class RestClient:
                         await resp.aclose()
         except anyio.get_cancelled_exc_class():
             # Cut off (by the tool's timeout) while waiting for this backend: its failure.
-            note_cancelled_waiting(self.backend.name)
+            note_cancelled_waiting(self.name)
             raise
 
     async def _send(

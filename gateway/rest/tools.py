@@ -32,6 +32,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
+from ..backends import BackendHub
 from ..configkit import closest
 from ..errors import FAILURE_FIELDS, ErrorCode, GatewayError
 from ..spec import (
@@ -47,7 +48,6 @@ from ..spec import (
     declare,
 )
 from .backend import RestBackend
-from .hub import BackendHub
 from .route import Route
 from .shapes import validate_answer
 
@@ -138,7 +138,8 @@ class RestContext(ToolContext[SettingsT]):
         hub = self.plugin.backends
         if not isinstance(hub, BackendHub):
             raise GatewayError(ErrorCode.INTERNAL_ERROR, "REST backends are not available here")
-        return hub.client(self.backend)
+        client: RestClient = hub.client(self.backend)
+        return client
 
     async def send(self, route: Route, values: BaseModel | Mapping[str, Any] | None = None) -> Any:
         """Send ``route`` with ``values`` (a model or a mapping; the call's arguments when

@@ -1,5 +1,11 @@
-"""The core's hub of REST backends: one set of settings, one health check and one keep-alive
-client per backend name, however many plugins declare it (see :mod:`gateway.rest.backend`).
+"""The core's hub of backends declared as objects: one set of settings, one health check and one
+client per backend name, however many plugins declare it.
+
+A tool names its backend by a string (its plugin registers the check) or by an object that
+follows :class:`gateway.spec.Backend` (the REST kit's :class:`gateway.rest.RestBackend`). The
+hub holds such objects by name and knows them only through that protocol: two plugins that talk
+to the same API share its settings, check, breaker and client when installed together, and each
+still works alone.
 """
 
 from __future__ import annotations
@@ -7,17 +13,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-from ..config import unexpanded_problem
-from ..errors import ErrorCode, GatewayError, Sanitizer
-from ..spec import HealthCheck
-from .backend import RestBackend, RestSettings
+from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from .client import RestClient
+from .errors import ErrorCode, GatewayError, Sanitizer
+from .spec import Backend, BackendClient, HealthCheck
 
-log = logging.getLogger("gateway.rest")
+log = logging.getLogger("gateway.backends")
 
 
 class BackendConflict(Exception):
@@ -26,19 +29,19 @@ class BackendConflict(Exception):
 
 @dataclass
 class _Entry:
-    backend: RestBackend
-    settings: RestSettings
+    backend: Backend
+    settings: Any
     users: list[str]
-    client: RestClient | None = None
+    client: BackendClient | None = None
 
 
 class BackendHub:
-    """The core's REST backends: settings built once per name, clients opened on first use
-    (so httpx is imported by the first call, not at start-up) and closed at shut-down."""
+    """The declared backends: settings built once per name, clients opened on first use (so a
+    client library is imported by the first call, not at start-up) and closed at shut-down."""
 
     def __init__(
         self,
-        read_settings: Callable[[type[RestSettings], str], RestSettings],
+        read_settings: Callable[[type[Any], str], BaseModel],
         sanitizer: Sanitizer | None = None,
         *,
         unexpanded: Mapping[str, str] | None = None,
@@ -51,7 +54,7 @@ class BackendHub:
         #: Cleans what backends write before it is cut into messages; learns their secrets.
         self.sanitizer = sanitizer if sanitizer is not None else Sanitizer()
 
-    def declare(self, backend: RestBackend, plugin: str) -> RestSettings:
+    def declare(self, backend: Backend, plugin: str) -> Any:
         """Record that ``plugin`` uses ``backend``; build its settings the first time.
 
         Raises :class:`BackendConflict` when the name is declared differently elsewhere, and
@@ -74,7 +77,7 @@ class BackendHub:
         self._entries[backend.name] = _Entry(backend, settings, [plugin])
         return settings
 
-    def remove_plugin(self, plugin: str) -> list[RestClient]:
+    def remove_plugin(self, plugin: str) -> list[BackendClient]:
         """Forget a plugin; return the clients of backends no other plugin uses (to close)."""
         orphans = []
         for name, entry in list(self._entries.items()):
@@ -86,7 +89,7 @@ class BackendHub:
                         orphans.append(entry.client)
         return orphans
 
-    def declared(self) -> list[tuple[RestBackend, RestSettings]]:
+    def declared(self) -> list[tuple[Backend, Any]]:
         """Every declared backend with its settings."""
         return [(e.backend, e.settings) for e in self._entries.values()]
 
@@ -95,7 +98,8 @@ class BackendHub:
         as it is handed its settings)."""
         self._unexpanded.update(references)
 
-    def settings(self, backend: RestBackend | str) -> RestSettings:
+    def settings(self, backend: Backend | str) -> Any:
+        """The settings a declared backend was built with."""
         name = backend if isinstance(backend, str) else backend.name
         return self._entries[name].settings
 
@@ -103,7 +107,9 @@ class BackendHub:
         entry = self._entries.get(name)
         return list(entry.users) if entry else []
 
-    def client(self, backend: RestBackend) -> RestClient:
+    def client(self, backend: Backend) -> Any:
+        """The backend's one client, opened now if it is not yet; ``BACKEND_UNAVAILABLE``
+        saying why when the backend is not configured."""
         entry = self._entries.get(backend.name)
         if entry is None:
             raise GatewayError(
@@ -114,44 +120,22 @@ class BackendHub:
         if reason is not None:
             raise GatewayError(ErrorCode.BACKEND_UNAVAILABLE, reason, retryable=False)
         if entry.client is None:
-            from .client import RestClient  # httpx is imported here, on first use
-
-            entry.client = RestClient(entry.backend, entry.settings, self.sanitizer)
+            entry.client = entry.backend.open_client(entry.settings, self.sanitizer)
         return entry.client
 
     def not_configured(self, name: str) -> str | None:
-        """Why the backend is not configured (``None`` when it is): its URL is unset, or holds
-        a reference to a variable the client did not have (then that variable is named)."""
+        """Why the backend is not configured (``None`` when it is, or is not declared)."""
         entry = self._entries.get(name)
-        if entry is None or entry.settings.configured:
+        if entry is None:
             return None
-        variable = entry.settings.env_name("URL")
-        reference = self._unexpanded.get(variable)
-        if reference is None:
-            return entry.backend.not_configured()
-        return f"{entry.backend.title} is not configured: {unexpanded_problem(variable, reference)}"
+        return entry.backend.not_configured(entry.settings, self._unexpanded)
 
-    def health_check(self, backend: RestBackend) -> HealthCheck:
+    def health_check(self, backend: Backend) -> HealthCheck:
         """The one check of a backend, shared by every plugin that declares it."""
-        settings = self.settings(backend)
-
-        async def check() -> str | None:
-            client = self.client(backend)
-            if backend.health_path is not None:
-                answer = await client.answer(
-                    "GET", backend.health_path, path_params={}, what="its health check"
-                )
-                if backend.health_detail is not None:
-                    return backend.health_detail(answer.data)
-            return f"{backend.title} answered at {settings.url}"
-
-        return HealthCheck(
-            name=f"{backend.name}_api",
-            check=check,
-            backend=backend.name,
-            timeout=min(5.0, settings.request_timeout),
-            not_configured=self.not_configured(backend.name),
-            shared=True,
+        return backend.health_check(
+            self.settings(backend),
+            lambda: self.client(backend),
+            self.not_configured(backend.name),
         )
 
     async def aclose(self) -> None:
