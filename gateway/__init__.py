@@ -5,40 +5,27 @@ The public API for plugin authors is what this module exports; everything else i
 
 from __future__ import annotations
 
-import gc as _gc
-
 __version__ = "0.1.0"
 
-# Importing the API below builds thousands of long-lived objects (pydantic's models and their
-# validators) and no garbage: the collections those allocations trigger walk them for nothing.
-# The collector pauses while they are built, and is as it was after (``serve`` pauses it again
-# until its server is built, see gateway.cli._serving).
-_collecting = _gc.isenabled()
-_gc.disable()
-
-try:
-    from .config import env_field
-    from .content import Content, Message, ToolResult, audio, embedded, image, link, message, text
-    from .errors import ErrorCode, GatewayError
-    from .hookspecs import Plugin, hookimpl
-    from .inputs import InputRequest, InputRequired, Inputs, elicit, list_roots, sample
-    from .prompts import PromptContext, PromptSpec
-    from .resources import ResourceContext, ResourceSpec, ResourceTemplateSpec
-    from .spec import (
-        Args,
-        HealthCheck,
-        Mutation,
-        NotInitialized,
-        PluginContext,
-        Resource,
-        Tier,
-        ToolContext,
-        ToolSpec,
-        tool,
-    )
-finally:
-    if _collecting:
-        _gc.enable()
+from .config import env_field
+from .content import Content, Message, ToolResult, audio, embedded, image, link, message, text
+from .errors import ErrorCode, GatewayError
+from .hookspecs import Plugin, hookimpl
+from .inputs import InputRequest, InputRequired, Inputs, elicit, list_roots, sample
+from .prompts import PromptContext, PromptSpec
+from .resources import ResourceContext, ResourceSpec, ResourceTemplateSpec
+from .spec import (
+    Args,
+    HealthCheck,
+    Mutation,
+    NotInitialized,
+    PluginContext,
+    Resource,
+    Tier,
+    ToolContext,
+    ToolSpec,
+    tool,
+)
 
 __all__ = [
     "Args",

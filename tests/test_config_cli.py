@@ -319,18 +319,3 @@ def test_commands_other_than_serve_never_import_the_mcp_sdk(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout) == []
-
-
-@pytest.mark.parametrize("before", ["on", "off"])
-def test_importing_the_api_leaves_the_collector_as_it_found_it(before):
-    """The package pauses the garbage collector while it builds its API, and only then."""
-    code = (
-        "import gc\n"
-        f"{'gc.disable()' if before == 'off' else ''}\n"
-        "import gateway\n"
-        "print(gc.isenabled())\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert out.stdout.strip() == ("True" if before == "on" else "False")
