@@ -2,8 +2,8 @@
 against the fake API of ``tasks_api.py``, the files tools in a temporary root. FastMCP is not a
 dependency of the project: run this with a Python that has it, e.g. a throw-away venv::
 
-    python3 -m venv /tmp/fastmcp-venv && /tmp/fastmcp-venv/bin/pip install fastmcp
-    /tmp/fastmcp-venv/bin/python bench/authoring/check_fastmcp.py
+    python3 -m venv .fastmcp-venv && .fastmcp-venv/bin/pip install fastmcp
+    .fastmcp-venv/bin/python bench/authoring/check_fastmcp.py
 
 Exits non-zero when a call does not answer as the gateway's versions do (tests/
 test_authoring_bench.py makes the same calls of those).

@@ -27,7 +27,10 @@ def mistake(table: object, env: dict[str, str] | None = None, name: str = "fs") 
     return message
 
 
-def test_a_stdio_table_has_the_keys_of_an_mcp_json_entry_and_the_gateways_own() -> None:
+def test_a_stdio_table_has_the_keys_of_an_mcp_json_entry_and_the_gateways_own(
+    tmp_path: Path,
+) -> None:
+    home = str(tmp_path / "me")
     spec = server_spec(
         "fs",
         {
@@ -44,12 +47,12 @@ def test_a_stdio_table_has_the_keys_of_an_mcp_json_entry_and_the_gateways_own() 
             "list_wait": 2,
             "protocol": "2026-07-28",
         },
-        {"HOME": "/home/me"},
+        {"HOME": home},
         where="gw.toml:3",
         label="[servers.fs]",
     )
     assert spec.command == "npx" and spec.transport == "stdio"
-    assert spec.args == ("-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes")
+    assert spec.args == ("-y", "@modelcontextprotocol/server-filesystem", f"{home}/notes")
     assert spec.env == {"DEBUG": "0"}
     assert (spec.cwd, spec.tools, spec.deny_tools, spec.prefix) == (
         "/srv",
