@@ -49,7 +49,7 @@ from .prompts import (
     render_prompt,
 )
 from .registry import RegisteredTool, Registry
-from .resources import RegisteredResource, ResourceRegistry
+from .resources import Deliver, RegisteredResource, ResourceRegistry
 from .spec import (
     Backend,
     HealthCheck,
@@ -521,6 +521,61 @@ class Gateway:
         return await self.pipeline.serve(
             item.tool, {"uri": uri, **variables}, inputs=inputs, log=log
         )
+
+    async def subscribe_resource(self, uri: str, subscriber: object, deliver: Deliver) -> None:
+        """From now on ``deliver(uri)`` is awaited each time ``uri`` changed, until
+        :meth:`unsubscribe_resource` (or :meth:`drop_subscriptions`) for ``subscriber``.
+        ``GatewayError`` and nothing changes when ``uri`` is no resource served,
+        ``NOT_FOUND``, is not subscribable, ``VALIDATION_ERROR``, or is one the caller may
+        not read, ``PERMISSION_DENIED`` (what refuses a read refuses a subscription)."""
+        item = await self._subscribable(uri)
+        try:
+            await self.resources.subscriptions.add(uri, subscriber, deliver, item)
+        except ValueError as exc:
+            raise GatewayError(ErrorCode.VALIDATION_ERROR, str(exc)) from None
+
+    async def unsubscribe_resource(self, uri: str, subscriber: object) -> None:
+        """``subscriber`` is told no more of ``uri``; one it was not subscribed to is checked
+        as :meth:`subscribe_resource` checks it, and changes nothing."""
+        if not await self.resources.subscriptions.remove(uri, subscriber):
+            await self._subscribable(uri)
+
+    async def drop_subscriptions(self, subscriber: object) -> None:
+        """Every subscription of ``subscriber`` (its session or stream ended)."""
+        await self.resources.subscriptions.drop(subscriber)
+
+    def offers_subscriptions(self) -> bool:
+        """May a client subscribe to some resource? One served is subscribable, or a mounted
+        server that has not listed yet (an ``initialize`` does not wait for it) may have some."""
+        return any(r.subscribable for r in self.resources.served()) or self.mounts.may_subscribe()
+
+    async def _subscribable(self, uri: str) -> RegisteredResource:
+        if self.mounts and self.resources.find(uri) is None:
+            await self.settled()
+        found = self.resources.find(uri) if isinstance(uri, str) else None
+        if found is None:
+            raise GatewayError(
+                ErrorCode.NOT_FOUND,
+                f"no resource {str(uri)[:200]!r}; list the resources and templates to see "
+                "what exists",
+            )
+        item = found[0]
+        if not item.subscribable:
+            raise GatewayError(
+                ErrorCode.VALIDATION_ERROR,
+                f"resource {uri[:200]!r} cannot be subscribed to (its source does not say when "
+                "it changes); read it again when you need it",
+            )
+        missing = self.policy.missing_scope(item.tool, current_caller())
+        if missing is not None:
+            raise GatewayError(
+                ErrorCode.PERMISSION_DENIED,
+                f"resource {uri[:200]!r} needs the OAuth scope {missing}, which the access "
+                "token does not carry; sign in again asking for it, or ask an administrator "
+                "to grant it",
+                details={"missing_scope": missing},
+            )
+        return item
 
     async def complete_resource(
         self, uri_template: str, argument: str, value: str, arguments: dict[str, str]

@@ -440,6 +440,7 @@ class Plugin:
         description: str | None = None,
         mime_type: str | None = None,
         cache_ttl: float | None = None,
+        subscribable: bool = False,
     ) -> Callable[[ReaderFunction], ResourceSpec]:
         """Declare the resource ``uri``: the decorated ``async def`` returns its text (a
         ``str``) or its bytes, and may take the :class:`~gateway.ResourceContext` (annotated, or
@@ -460,6 +461,7 @@ class Plugin:
                 description=description if description is not None else _doc(fn),
                 mime_type=mime_type,
                 cache_ttl=cache_ttl,
+                subscribable=subscribable,
             )
             self._resources.append(spec)
             return spec
@@ -477,6 +479,7 @@ class Plugin:
         mime_type: str | None = None,
         cache_ttl: float | None = None,
         complete: Completer | None = None,
+        subscribable: bool = False,
     ) -> Callable[[ReaderFunction], ResourceTemplateSpec]:
         """Declare resources by a URI template (``"notes://{id}"``): the decorated ``async
         def`` takes each of the template's variables by name (a ``str``), and may take the
@@ -499,6 +502,7 @@ class Plugin:
                 mime_type=mime_type,
                 cache_ttl=cache_ttl,
                 complete=complete,
+                subscribable=subscribable,
             )
             self._resources.append(spec)
             return spec

@@ -14,7 +14,11 @@ registries under the rules its tools follow:
   audit where reads are audited, the server's breaker and timeout, the sanitizer (configured
   secrets redacted from what comes back) and the size bound; what the server asks the client
   first (an input-required result) is asked through the gateway;
-- **completions** of a prompt's arguments and a template's variables are asked of the server.
+- **completions** of a prompt's arguments and a template's variables are asked of the server;
+- **subscriptions**: a server that declares ``resources.subscribe`` has its resources (and
+  the URIs of its templates) subscribable: the gateway subscribes it to a URI when the first
+  client does and unsubscribes it when the last one goes (again after each restart), and
+  passes its ``notifications/resources/updated`` to the clients subscribed to that URI.
 
 Their definitions are not pinned (only tools are: they are what the model is told to call).
 
@@ -92,7 +96,8 @@ def _add_resources(
             continue
         published = _public({**listed, "name": spec.prefix + name}, private)
         read = _read_tool(spec, spec.prefix + name, upstream, plugin, "resources/read", private)
-        _add(items, RegisteredResource(uri, published, read, spec.name), notes)
+        item = RegisteredResource(uri, published, read, spec.name)
+        _add(items, _subscribable(item, listed, listing, upstream, private), notes)
 
 
 def _add_templates(
@@ -126,7 +131,7 @@ def _add_templates(
             template=True,
             complete=_completer(upstream, {"type": "ref/resource", "uri": template}),
         )
-        _add(items, item, notes)
+        _add(items, _subscribable(item, listed, listing, upstream, private), notes)
 
 
 def _mounted_prompts(
@@ -149,6 +154,28 @@ def _mounted_prompts(
             notes.append(f"it lists prompt {original!r} twice; it is served once")
         mounted[made.name] = made
     return mounted
+
+
+def _subscribable(
+    item: RegisteredResource,
+    listed: dict[str, Any],
+    listing: Listing,
+    upstream: Upstream,
+    private: str | None,
+) -> RegisteredResource:
+    """``item``, subscribable when its server declares ``resources.subscribe`` (a worker:
+    and says so of this resource, as its plugin declared it); the gateway then subscribes the
+    server to a URI while a client is (:meth:`Upstream.watch`)."""
+    if not listing.subscribe:
+        return item
+    if private is not None:
+        meta = listed.get("_meta")
+        own = meta.get(private) if isinstance(meta, dict) else None
+        if not isinstance(own, dict) or own.get("subscribable") is not True:
+            return item
+    item.subscribable = True
+    item.watch = upstream.watch
+    return item
 
 
 def _add(items: dict[str, RegisteredResource], item: RegisteredResource, notes: list[str]) -> None:

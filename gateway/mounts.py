@@ -418,6 +418,7 @@ class Mounts:
                     on_up=self.health.breaker(spec.name).record_success,
                 )
                 record.upstream = upstream
+                self._tell_updates(record)
                 record.checks = ["ping"]
                 self.health.add_all(
                     spec.name,
@@ -438,6 +439,25 @@ class Mounts:
     def add_record(self, record: ServerRecord) -> None:
         """Run a source of tools registered elsewhere (a plugin's worker) as a server."""
         self.records[record.name] = record
+        self._tell_updates(record)
+
+    def _tell_updates(self, record: ServerRecord) -> None:
+        """The server's ``notifications/resources/updated`` go to the clients subscribed."""
+        if record.upstream is not None:
+            changed = self.loader.resources.subscriptions.changed
+            name = record.name
+            record.upstream.on_updated = lambda uri: changed(name, uri)
+
+    def may_subscribe(self) -> bool:
+        """Has a server (a plugin's worker says it of each resource) declared
+        ``resources.subscribe``, or not listed yet (it may)?"""
+        return any(
+            r.pinned
+            and r.upstream is not None
+            and r.upstream.state is not State.STOPPED
+            and (r.listing is None or r.listing.subscribe)
+            for r in self.records.values()
+        )
 
     def subscribe(self, listener: Listener) -> None:
         """``listener`` is awaited each time the tools mounted servers serve change."""
@@ -517,6 +537,8 @@ class Mounts:
         if record.context is not None:
             record.context.version = record.version
         await self._apply(record)
+        # The URIs clients are subscribed to, on a connection that is new.
+        await upstream.rewatch()
         if upstream.answered_at is None:
             upstream.answered_at = time.monotonic()
         self._answered.set()

@@ -8,6 +8,11 @@ of the pipeline as a tool call but the lookup (:meth:`~gateway.pipeline.Pipeline
 so the OAuth scope of reads, the audit (where reads are audited), the breaker and timeout
 of its backend, the sanitizer and the bounds hold for it as for a read tool.
 
+A resource (or a template's) may be ``subscribable``: its source says when it changed
+(:meth:`~gateway.PluginContext.resource_updated`, a mounted server's
+``notifications/resources/updated``) and :class:`ResourceSubscriptions` tells the clients
+that subscribed to that URI, and no one else.
+
 File-backed resources are read only inside the data roots (checked when read, after
 following links) and up to :data:`MAX_RESOURCE_BYTES`. A URI registered by two sources is
 served by neither and reported, like a tool name.
@@ -18,6 +23,7 @@ load.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -88,6 +94,10 @@ class ResourceContext(ToolContext[SettingsT]):
 ResourceReader = Callable[[ResourceContext[Any]], Awaitable[ResourceBody]]
 #: A template's reader: ``async def read(variables, ctx) -> str | bytes``.
 TemplateReader = Callable[[Mapping[str, str], ResourceContext[Any]], Awaitable[ResourceBody]]
+#: Subscribes a resource's source to a URI (``True``) or unsubscribes it (``False``).
+Watch = Callable[[str, bool], Awaitable[None]]
+#: Tells one subscriber (a client's session, a listen stream) that a URI changed.
+Deliver = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -96,7 +106,8 @@ class ResourceSpec:
     :class:`ResourceContext`) and ``path`` (a file inside the data roots, relative to the first
     one) says what it holds. ``mime_type`` is published and sent with the contents (guessed
     from a path's name when not given). ``cache_ttl``: seconds a client may keep what it read
-    (it is told ``0``, keep nothing, otherwise)."""
+    (it is told ``0``, keep nothing, otherwise). ``subscribable``: clients may subscribe to
+    it, and the plugin calls :meth:`~gateway.PluginContext.resource_updated` when it changed."""
 
     uri: str
     name: str
@@ -106,13 +117,15 @@ class ResourceSpec:
     description: str | None = None
     mime_type: str | None = None
     cache_ttl: float | None = None
+    subscribable: bool = False
 
 
 @dataclass(frozen=True)
 class ResourceTemplateSpec:
     """Resources by a URI template (RFC 6570, ``test://items/{id}``): ``read(variables, ctx)``
     gets the variables of the URI asked for. ``complete`` suggests values for a variable the
-    user is typing (``completion/complete``)."""
+    user is typing (``completion/complete``). ``subscribable``: clients may subscribe to each
+    URI it names (as :attr:`ResourceSpec.subscribable`)."""
 
     uri_template: str
     name: str
@@ -122,6 +135,7 @@ class ResourceTemplateSpec:
     mime_type: str | None = None
     cache_ttl: float | None = None
     complete: Completer | None = None
+    subscribable: bool = False
 
 
 @dataclass
@@ -135,6 +149,11 @@ class RegisteredResource:
     plugin: str
     template: bool = False
     complete: Completer | None = None
+    #: clients may subscribe to it (to each URI a template names)
+    subscribable: bool = False
+    #: what subscribes its source to a URI (``True``) and unsubscribes it (``False``): a
+    #: mounted server's; ``None`` for a plugin in process, which says every change anyway
+    watch: Watch | None = field(default=None, repr=False)
     #: how a template URI is matched (parsed on first use)
     _matcher: Any = field(default=None, repr=False)
 
@@ -178,7 +197,9 @@ def build_resource(spec: object, plugin: PluginContext[Any]) -> RegisteredResour
             mime_type=mime,
         )
         tool = _read_tool(spec.name, spec.uri, plugin, _static(reader), mime, spec.cache_ttl)
-        return RegisteredResource(spec.uri, listed, tool, plugin.name)
+        return RegisteredResource(
+            spec.uri, listed, tool, plugin.name, subscribable=spec.subscribable is True
+        )
     if isinstance(spec, ResourceTemplateSpec):
         where = f"resource template {str(spec.uri_template)[:80]!r}"
         _checked_common("uri_template", spec.uri_template, spec.name, where)
@@ -204,7 +225,13 @@ def build_resource(spec: object, plugin: PluginContext[Any]) -> RegisteredResour
             spec.cache_ttl,
         )
         return RegisteredResource(
-            spec.uri_template, listed, tool, plugin.name, template=True, complete=spec.complete
+            spec.uri_template,
+            listed,
+            tool,
+            plugin.name,
+            template=True,
+            complete=spec.complete,
+            subscribable=spec.subscribable is True,
         )
     raise ValueError(
         f"register() takes a ResourceSpec or ResourceTemplateSpec, got {type(spec).__name__}"
@@ -309,6 +336,8 @@ class ResourceRegistry:
 
     def __init__(self) -> None:
         self._claims: dict[str, list[RegisteredResource]] = {}
+        #: who is subscribed to which of them
+        self.subscriptions = ResourceSubscriptions(self)
 
     def add_all(self, items: list[RegisteredResource]) -> None:
         """One source's resources; a key it registers twice refuses the lot (``ValueError``)."""
@@ -319,12 +348,14 @@ class ResourceRegistry:
             seen.add(item.key)
         for item in items:
             self._claims.setdefault(item.key, []).append(item)
+        self.subscriptions.forget()
 
     def remove_plugin(self, plugin: str) -> None:
         for key in list(self._claims):
             self._claims[key] = [r for r in self._claims[key] if r.plugin != plugin]
             if not self._claims[key]:
                 del self._claims[key]
+        self.subscriptions.forget()
 
     def served(self) -> list[RegisteredResource]:
         return [claims[0] for claims in self._claims.values() if len(claims) == 1]
@@ -372,3 +403,139 @@ class ResourceRegistry:
         if claims is None or len(claims) != 1 or not claims[0].template:
             return None
         return claims[0]
+
+
+#: A subscriber (a client's session, a listen stream) holds at most this many subscriptions: a
+#: template names URIs without end, and each costs memory here and, for a mounted server's,
+#: a subscription there.
+MAX_SUBSCRIPTIONS = 1000
+#: How many (source, URI) answers :meth:`ResourceSubscriptions.changed` keeps.
+_CHECKED_MAX = 4096
+
+
+class ResourceSubscriptions:
+    """Who is subscribed to which URI, and telling them when it changed.
+
+    A subscriber (a 2025 client's session, a 2026-07-28 listen stream) is any hashable object
+    with a :data:`Deliver`. The first subscriber of a URI subscribes its source
+    (:attr:`RegisteredResource.watch`: a mounted server's ``resources/subscribe``), the last
+    one to go unsubscribes it. Whether a subscriber may subscribe (the URI is served,
+    subscribable, readable by the caller) is checked before :meth:`add`
+    (:meth:`gateway.app.Gateway.subscribe_resource`)."""
+
+    def __init__(self, registry: ResourceRegistry) -> None:
+        self._registry = registry
+        self._by_uri: dict[str, dict[object, Deliver]] = {}
+        self._by_who: dict[object, set[str]] = {}
+        #: whether a source serves a URI as subscribable, by (source, URI), as last checked
+        self._checked: dict[tuple[str, str], bool] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def of(self, who: object) -> set[str]:
+        """The URIs ``who`` is subscribed to."""
+        return set(self._by_who.get(who, ()))
+
+    async def add(self, uri: str, who: object, deliver: Deliver, item: RegisteredResource) -> None:
+        """From now on ``deliver`` is awaited when ``uri`` (served by ``item``) changed;
+        ``ValueError`` when ``who`` holds :data:`MAX_SUBSCRIPTIONS` already."""
+        mine = self._by_who.setdefault(who, set())
+        watchers = self._by_uri.setdefault(uri, {})
+        if uri not in mine and len(mine) >= MAX_SUBSCRIPTIONS:
+            if not watchers:
+                del self._by_uri[uri]
+            raise ValueError(f"at most {MAX_SUBSCRIPTIONS} subscriptions at a time")
+        self._loop = asyncio.get_running_loop()
+        first = not watchers
+        mine.add(uri)
+        watchers[who] = deliver
+        if first and item.watch is not None:
+            await item.watch(uri, True)
+
+    async def remove(self, uri: str, who: object) -> bool:
+        """``who`` is told no more of ``uri``; ``False`` when it was not subscribed to it."""
+        mine = self._by_who.get(who)
+        if mine is None or uri not in mine:
+            return False
+        mine.discard(uri)
+        if not mine:
+            del self._by_who[who]
+        watchers = self._by_uri.get(uri, {})
+        watchers.pop(who, None)
+        if not watchers:
+            self._by_uri.pop(uri, None)
+            found = self._registry.find(uri)
+            if found is not None and found[0].watch is not None:
+                await found[0].watch(uri, False)
+        return True
+
+    async def drop(self, who: object) -> None:
+        """Every subscription of ``who`` (its session or stream ended)."""
+        for uri in sorted(self._by_who.get(who, ())):
+            await self.remove(uri, who)
+
+    def watched(self) -> set[str]:
+        """The URIs someone is subscribed to."""
+        return set(self._by_uri)
+
+    def forget(self) -> None:
+        """What sources serve changed: check their word again."""
+        self._checked.clear()
+
+    def changed(self, source: str, uri: object) -> None:
+        """``source`` (a plugin, a mounted server) says ``uri`` changed: its subscribers are
+        told, in a task of their own (the caller does not wait for them). A URI ``source``
+        does not serve as subscribable is its mistake: logged once, told to no one. Costs a
+        lookup when no one is subscribed; safe to call from any thread; never raises."""
+        try:
+            if not self._serves(source, uri):
+                return
+            assert isinstance(uri, str)
+            watchers = self._by_uri.get(uri)
+            loop = self._loop
+            if not watchers or loop is None or loop.is_closed():
+                return
+            delivers = list(watchers.values())
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:  # a thread of the plugin's own (run_sync)
+                running = None
+            if running is loop:
+                self._spawn(uri, delivers)
+            else:
+                loop.call_soon_threadsafe(self._spawn, uri, delivers)
+        except Exception as exc:  # never into the plugin: a change it says is best effort
+            log.error("telling subscribers of a change failed: %s", type(exc).__name__)
+
+    def _serves(self, source: str, uri: object) -> bool:
+        key = (source, uri if isinstance(uri, str) else "")
+        known = self._checked.get(key)
+        if known is not None:
+            return known
+        found = self._registry.find(uri) if isinstance(uri, str) and uri else None
+        ok = found is not None and found[0].plugin == source and found[0].subscribable
+        if len(self._checked) >= _CHECKED_MAX:
+            self._checked.clear()
+        self._checked[key] = ok
+        if not ok:
+            shown = repr(uri[:200]) if isinstance(uri, str) else f"a {type(uri).__name__}"
+            log.warning(
+                "%s said resource %s changed, but it serves no subscribable resource of that "
+                "URI (declare it subscribable=True, or use the URI it serves): nobody is told",
+                source,
+                shown,
+            )
+        return ok
+
+    def _spawn(self, uri: str, delivers: list[Deliver]) -> None:
+        task = asyncio.get_running_loop().create_task(self._tell(uri, delivers))
+        self._tasks.add(task)  # held until done: a task nobody holds may be collected
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _tell(uri: str, delivers: list[Deliver]) -> None:
+        for deliver in delivers:
+            try:
+                await deliver(uri)
+            except Exception as exc:  # a subscriber gone; the others are still told
+                log.info("a subscriber of %s could not be told: %s", uri[:200], type(exc).__name__)

@@ -119,8 +119,12 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
     #: calls of mounted 2025 servers waiting for a 2026-07-28 client's answers
     parking = Parking()
 
+    #: the 2026-07-28 clients' subscriptions/listen streams
+    listens = _Listens(gateway)
+
     async def lists_changed() -> None:
         lists.forget()
+        listens.lists_changed()
         if stdio:
             await _tell_lists_changed(*stdio[0])
 
@@ -143,6 +147,8 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         **_prompt_handlers(gateway, exchange, parking),
         on_completion=_completion_handler(gateway),
         **_resource_handlers(gateway, exchange, parking),
+        **(_subscribe_handlers(gateway) if stdio_session else {}),
+        on_subscriptions_listen=listens,
         cache_hints=CACHE_HINTS,
     )
     # Here rather than in the constructor, which warns that 2026-07-28 has no logging/setLevel
@@ -446,6 +452,152 @@ def _resource_handlers(
     }
 
 
+def _subscribe_handlers(gateway: Gateway) -> dict[str, Any]:
+    """``resources/subscribe`` and ``resources/unsubscribe`` (2025) of a stdio session: the
+    session is told ``notifications/resources/updated`` of each URI it subscribed to. Over
+    HTTP each request is a session of its own, with nothing to tell it on afterwards."""
+
+    # The subscriber: the one session of the stdio process (each request has a session object
+    # of its own, all sending on the one connection).
+    subscriber = object()
+
+    def refused(err: GatewayError, uri: str) -> MCPError:
+        return read_error({"code": err.code.value, "message": gateway.sanitizer(err.message)}, uri)
+
+    async def on_subscribe_resource(
+        ctx: ServerRequestContext[Any], params: t.SubscribeRequestParams
+    ) -> t.EmptyResult:
+        session, uri = ctx.session, str(params.uri)
+
+        async def deliver(changed: str) -> None:
+            await session.send_resource_updated(changed)
+
+        try:
+            await gateway.subscribe_resource(uri, subscriber, deliver)
+        except GatewayError as err:
+            raise refused(err, uri) from None
+        return t.EmptyResult()
+
+    async def on_unsubscribe_resource(
+        ctx: ServerRequestContext[Any], params: t.UnsubscribeRequestParams
+    ) -> t.EmptyResult:
+        uri = str(params.uri)
+        try:
+            await gateway.unsubscribe_resource(uri, subscriber)
+        except GatewayError as err:
+            raise refused(err, uri) from None
+        return t.EmptyResult()
+
+    return {
+        "on_subscribe_resource": on_subscribe_resource,
+        "on_unsubscribe_resource": on_unsubscribe_resource,
+    }
+
+
+#: Open ``subscriptions/listen`` streams at most, and events each may have waiting (a stream
+#: whose client reads none is ended there: it listens again and refetches, as after a drop).
+MAX_LISTENS = 256
+MAX_LISTEN_BACKLOG = 256
+
+
+class _Listens:
+    """``subscriptions/listen`` (2026-07-28): each request is a stream of the changes its
+    client asked for, on stdio and over HTTP (an event stream) alike. The stream is
+    acknowledged with what is honored: the lists' changes asked for, and the resource URIs
+    the client may subscribe to (served, subscribable, readable by it; the others are left
+    out, as the protocol has it), then carries each change until the client ends it."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self._streams: dict[object, tuple[t.SubscriptionFilter, Any]] = {}
+
+    def lists_changed(self) -> None:
+        """Mounted servers' lists changed (what changed is not told apart, as for 2025)."""
+        from mcp.shared.subscriptions import (
+            PromptsListChanged,
+            ResourcesListChanged,
+            ToolsListChanged,
+        )
+
+        for token, (honored, _) in list(self._streams.items()):
+            if honored.tools_list_changed:
+                self._put(token, ToolsListChanged())
+            if honored.prompts_list_changed:
+                self._put(token, PromptsListChanged())
+            if honored.resources_list_changed:
+                self._put(token, ResourcesListChanged())
+
+    def _put(self, token: object, event: Any) -> None:
+        import anyio
+
+        stream = self._streams.get(token)
+        if stream is None:
+            return
+        try:
+            stream[1].send_nowait(event)
+        except anyio.WouldBlock:
+            log.warning("a listen stream's client reads nothing; the stream is ended")
+            self._streams.pop(token, None)
+            stream[1].close()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._streams.pop(token, None)
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any], params: t.SubscriptionsListenRequestParams
+    ) -> t.SubscriptionsListenResult:
+        import anyio
+        from mcp.shared.subscriptions import (
+            SUBSCRIPTION_ID_META_KEY,
+            ResourceUpdated,
+            ServerEvent,
+            event_to_notification,
+        )
+
+        sid = ctx.request_id
+        if sid is None:
+            raise MCPError(t.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        if len(self._streams) >= MAX_LISTENS:
+            raise MCPError(t.INTERNAL_ERROR, "too many listen streams are open; retry later")
+        wanted = params.notifications
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: sid}
+        send, receive = anyio.create_memory_object_stream[ServerEvent](MAX_LISTEN_BACKLOG)
+        token = object()
+
+        async def deliver(uri: str) -> None:
+            self._put(token, ResourceUpdated(uri))
+
+        try:
+            honored_uris: list[str] = []
+            for uri in dict.fromkeys(wanted.resource_subscriptions or ()):
+                try:
+                    await self._gateway.subscribe_resource(uri, token, deliver)
+                    honored_uris.append(uri)
+                except GatewayError as err:
+                    log.info("listen: resource %s not honored: %s", uri[:200], err.code.value)
+            honored = t.SubscriptionFilter(
+                tools_list_changed=True if wanted.tools_list_changed else None,
+                prompts_list_changed=True if wanted.prompts_list_changed else None,
+                resources_list_changed=True if wanted.resources_list_changed else None,
+                resource_subscriptions=honored_uris or None,
+            )
+            self._streams[token] = (honored, send)
+            ack = t.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+            await ctx.session.send_notification(
+                t.SubscriptionsAcknowledgedNotification(params=ack), related_request_id=sid
+            )
+            async for event in receive:
+                await ctx.session.send_notification(
+                    event_to_notification(event, meta), related_request_id=sid
+                )
+        finally:
+            self._streams.pop(token, None)
+            send.close()
+            receive.close()
+            with anyio.CancelScope(shield=True):
+                await self._gateway.drop_subscriptions(token)
+        return t.SubscriptionsListenResult(_meta=meta)
+
+
 def _set_level_handler(
     levels: LogLevel | None,
 ) -> Callable[[ServerRequestContext[Any], t.SetLevelRequestParams], Awaitable[t.EmptyResult]]:
@@ -473,8 +625,13 @@ async def serve_stdio(gateway: Gateway, wire: Wire) -> None:
     """Serve over the real stdin/stdout taken by :func:`gateway.stdio.protected_stdio` before
     the plugins were imported (fd 1 already points at stderr)."""
     server = build_server(gateway, stdio_session=True)
+    options = initialization_options(server)
+    resources = options.capabilities.resources
+    if resources is not None:
+        # Known once the gateway started (its plugins, in process or isolated, are loaded).
+        resources.subscribe = gateway.offers_subscriptions()
     async with json_rpc_streams(wire) as (read, write):
-        await server.run(read, write, initialization_options(server))
+        await server.run(read, write, options)
 
 
 def run_stdio(

@@ -194,6 +194,18 @@ class PluginContext(Generic[SettingsT]):
     resources: dict[str, Any] = field(default_factory=dict)
     sanitizer: Callable[[str], str] = field(default_factory=Sanitizer)
     backends: object = None
+    #: where :meth:`resource_updated` goes: the core's subscriptions, told which plugin says it
+    updates: Callable[[str, object], None] | None = field(default=None, repr=False)
+
+    def resource_updated(self, uri: str) -> None:
+        """Say that the resource ``uri`` changed: one of this plugin's resources declared
+        ``subscribable=True``, or a URI its subscribable template names. The clients
+        subscribed to it are sent ``notifications/resources/updated`` (and read it again);
+        when none is, this costs a lookup. It returns at once (the clients are told in the
+        background), from the event loop or a thread, and never raises: a URI the plugin
+        does not serve as subscribable is logged once and told to no one."""
+        if self.updates is not None:
+            self.updates(self.name, uri)
 
     def get(self, slot: Resource[T]) -> T | None:
         """What :meth:`put` stored in ``slot``, or ``None``."""
@@ -316,6 +328,10 @@ class ToolContext(Generic[SettingsT]):
         """Report progress. Sent as an MCP progress notification when the client asked for
         progress; a no-op otherwise. Progress also keeps Claude Code's idle watchdog quiet."""
         await self._progress(progress, total, message)
+
+    def resource_updated(self, uri: str) -> None:
+        """See :meth:`PluginContext.resource_updated`."""
+        self.plugin.resource_updated(uri)
 
     async def log(self, level: str, message: str) -> None:
         """Send the client an MCP log message (``notifications/message``) at ``level``

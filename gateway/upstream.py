@@ -650,6 +650,8 @@ class Listing:
     resources: list[dict[str, Any]] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
     prompts: list[dict[str, Any]] = field(default_factory=list)
+    #: it declares ``resources.subscribe``: a client may subscribe to its resources
+    subscribe: bool = False
 
 
 #: Told each time an upstream (re)connected or listed its tools again.
@@ -737,6 +739,12 @@ class Upstream:
         #: the calls running by their CALL name, each with its client's back channel and log
         #: (see _forwarded)
         self._running: dict[str, tuple[Inputs, LogFn | None]] = {}
+        #: told each URI it says changed (``notifications/resources/updated``)
+        self.on_updated: Callable[[str], None] | None = None
+        #: the URIs the gateway's clients are subscribed to, and the session that has been
+        #: asked to tell of them (subscribed again on the next connection: see :meth:`watch`)
+        self.watched: set[str] = set()
+        self._watching: object = None
 
     @property
     def modern(self) -> bool:
@@ -943,6 +951,11 @@ class Upstream:
             resources=resources,
             templates=templates,
             prompts=prompts,
+            # At 2026-07-28 a server tells of changes on a listen stream, not asked here.
+            subscribe=not self.modern
+            and caps is not None
+            and caps.resources is not None
+            and caps.resources.subscribe is True,
         )
 
     async def _pages(self, method: Any, key: str) -> list[dict[str, Any]]:
@@ -998,6 +1011,9 @@ class Upstream:
             | t.ResourceListChangedNotification,
         ):
             self._relist.set()
+        elif isinstance(message, t.ResourceUpdatedNotification):
+            if self.on_updated is not None:
+                self.on_updated(str(message.params.uri))
         elif isinstance(message, Exception):
             log.warning(
                 "server %s: %s", self.name, self._sanitize(f"{type(message).__name__}: {message}")
@@ -1032,6 +1048,53 @@ class Upstream:
             send = running[0][1]
             with contextlib.suppress(Exception):  # the client went away: the call goes on
                 await send(str(params.level), text)
+
+    async def watch(self, uri: str, on: bool) -> None:
+        """Subscribe to ``uri`` (``on``) or unsubscribe from it: now when the server is up,
+        and again on each connection that follows (:meth:`rewatch`). What the server answers
+        is logged, never raised: the client's subscription holds either way."""
+        if on:
+            self.watched.add(uri)
+        else:
+            self.watched.discard(uri)
+        session = self.session
+        if session is not None and session is self._watching:
+            await self._subscribe(session, uri, on)
+
+    async def rewatch(self) -> None:
+        """Subscribe the connection that is up to every URI watched, once per connection."""
+        session = self.session
+        if session is None or session is self._watching:
+            return
+        self._watching = session
+        for uri in sorted(self.watched):
+            await self._subscribe(session, uri, True)
+
+    async def _subscribe(self, session: ClientSession, uri: str, on: bool) -> None:
+        import mcp_types as t
+        from mcp import MCPError
+
+        request: Any = (
+            t.SubscribeRequest(params=t.SubscribeRequestParams(uri=uri))
+            if on
+            else t.UnsubscribeRequest(params=t.UnsubscribeRequestParams(uri=uri))
+        )
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT):
+                await session.send_request(request, t.EmptyResult)
+        except (
+            MCPError,
+            TimeoutError,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+        ) as exc:
+            log.warning(
+                "server %s: %s %s failed: %s",
+                self.name,
+                request.method,
+                uri[:200],
+                self._why(exc),
+            )
 
     # -- the server's requests (2025): forwarded to the client of the running call -----------------
 

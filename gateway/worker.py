@@ -10,8 +10,9 @@ run by the gateway's own runner, so they answer exactly as in process.
 It speaks MCP on its stdin and stdout (JSON-RPC 2.0, one message per line): ``initialize``,
 ``ping``, ``tools/list`` and ``tools/call`` (progress, ``notifications/cancelled``),
 ``prompts/list`` and ``prompts/get``, ``resources/list``, ``resources/templates/list`` and
-``resources/read``, ``completion/complete``, and ``notifications/message`` for what a handler
-logs: everything a plugin offers in process. A handler that asks the client first is answered
+``resources/read``, ``resources/subscribe`` and ``resources/unsubscribe`` (then
+``notifications/resources/updated`` for what the plugin says changed), ``completion/complete``,
+and ``notifications/message`` for what a handler logs: everything a plugin offers in process. A handler that asks the client first is answered
 with the 2026-07-28 input-required result whatever the revision (the gateway asks the client
 as for a plugin in process), and the answers come in the request made again
 (``inputResponses``, ``requestState``). Besides, three methods of the gateway's own:
@@ -223,7 +224,8 @@ class Worker:
                             "capabilities": {
                                 "tools": {},
                                 "prompts": {},
-                                "resources": {},
+                                # Whether each resource is, its listing says.
+                                "resources": {"subscribe": True},
                                 "completions": {},
                                 "logging": {},
                             },
@@ -431,6 +433,8 @@ class Worker:
             await self._send(_error(ident, NOT_LOADED, "the plugin did not load"))
         elif method in _LISTS:
             await self._send(_result(ident, {_LISTS[method]: self._listed(method)}))
+        elif method in _SUBSCRIPTIONS:
+            await self._send(await self._subscription(ident, method, params))
         else:
             serve = {
                 "tools/call": self._call,
@@ -496,7 +500,38 @@ class Worker:
             ]
         resources = self.loader.resources
         found = resources.templates() if method == "resources/templates/list" else None
-        return [r.listed for r in (found if found is not None else resources.resources())]
+        return [
+            # Which of them a client may subscribe to: what only the gateway needs.
+            {**r.listed, "_meta": {**r.listed.get("_meta", {}), PRIVATE: {"subscribable": True}}}
+            if r.subscribable
+            else r.listed
+            for r in (found if found is not None else resources.resources())
+        ]
+
+    async def _subscription(
+        self, ident: Any, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``resources/subscribe`` (or ``unsubscribe``) of the gateway, which subscribes while
+        a client is: what the plugin says of that URI is relayed to it from now on
+        (``notifications/resources/updated``)."""
+        assert self.loader is not None
+        uri = params.get("uri")
+        found = self.loader.resources.find(uri) if isinstance(uri, str) else None
+        if found is None or not found[0].subscribable:
+            return _error(ident, INVALID_PARAMS, f"no subscribable resource {str(uri)[:200]!r}")
+        assert isinstance(uri, str)
+        hub = self.loader.resources.subscriptions
+        if method == "resources/subscribe":
+            await hub.add(uri, _GATEWAY, self._updated, found[0])
+        else:
+            await hub.remove(uri, _GATEWAY)
+        return _result(ident, {})
+
+    async def _updated(self, uri: str) -> None:
+        note = {"uri": uri}
+        await self._send(
+            {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": note}
+        )
 
     async def _answering(
         self,
@@ -723,7 +758,18 @@ _LISTS = {
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
 }
-_SERVED = {*_LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete", HEALTH}
+#: What the gateway subscribes the worker to for its clients, as one subscriber.
+_SUBSCRIPTIONS = ("resources/subscribe", "resources/unsubscribe")
+_GATEWAY = "gateway"
+_SERVED = {
+    *_LISTS,
+    *_SUBSCRIPTIONS,
+    "tools/call",
+    "resources/read",
+    "prompts/get",
+    "completion/complete",
+    HEALTH,
+}
 
 
 def _asking(asked: InputRequired) -> dict[str, Any]:
