@@ -25,7 +25,14 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 from wire import HttpServer
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.e2e,
+    # What a 2025 client does is what is tested here.
+    pytest.mark.filterwarnings(
+        "ignore:resources/(un)?subscribe is removed:mcp.shared.exceptions.MCPDeprecationWarning"
+    ),
+]
 
 WATCH = '''
 from __future__ import annotations
@@ -127,6 +134,9 @@ async def test_a_subscribed_client_is_told_of_changes_until_it_unsubscribes(
             caps = c.session.server_capabilities
             assert caps is not None and caps.resources is not None
             assert caps.resources.subscribe is True
+            status = await c.call_tool("gateway_status", {"check_health": False})
+            runs = {p["name"]: p["runs"] for p in status.structured_content["plugins"]}
+            assert runs["watch"] == ("process" if isolate == "none" else "worker")
             assert (await c.read_resource(COUNTER)).contents[0].text == "0"
             await c.subscribe_resource(COUNTER)
             await c.call_tool("watch_bump", {"uris": [COUNTER]})
@@ -404,3 +414,39 @@ async def test_two_2026_clients_over_http_are_each_told_only_what_they_listen_fo
             # Both streams ended: the server is unsubscribed from what they listened to.
             await up.noted("unsubscribe", "up://rooms/blue", last=False)
             await up.noted("unsubscribe", "up://clock", last=False)
+
+
+@pytest.mark.parametrize("isolate", ["none", "watch"])
+async def test_a_caller_who_may_not_read_a_resource_may_not_subscribe_to_it(
+    watch, tmp_path, isolate
+):
+    from gateway.app import build_gateway
+    from gateway.auth.identity import Identity, calling_as
+    from gateway.config import load_config
+    from gateway.server import build_server
+
+    config = tmp_path / "gw.toml"
+    config.write_text(
+        f'[gateway]\nplugins = ["watch"]\nisolate = "{isolate}"\n'
+        '[auth]\nissuer = "https://idp.example"\n'
+        '[auth.plugin_scopes.watch]\nread = "watch:read"\n'
+    )
+    gw = build_gateway(load_config(config, env=_env(isolate), cwd=tmp_path))
+    issuer = "https://idp.example"
+    other = Identity("o", "c", frozenset({"gateway:read"}), "jwt", issuer)
+    reader = Identity("r", "c", frozenset({"watch:read"}), "jwt", issuer)
+    async with gw:
+        with calling_as(other), anyio.fail_after(30):
+            async with Client(build_server(gw, stdio_session=True), mode="legacy") as c:
+                refused = await _error(c.subscribe_resource(COUNTER))
+            async with (
+                Client(build_server(gw), mode="2026-07-28") as c,
+                c.listen(resource_subscriptions=[COUNTER]) as sub,
+            ):
+                assert sub.honored.resource_subscriptions is None
+        with calling_as(reader), anyio.fail_after(30):
+            async with Client(build_server(gw, stdio_session=True), mode="legacy") as c:
+                await c.subscribe_resource(COUNTER)
+    assert refused.code == t.INVALID_PARAMS
+    assert refused.data == {"uri": COUNTER}
+    assert "PERMISSION_DENIED" in refused.message and "watch:read" in refused.message
