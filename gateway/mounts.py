@@ -448,6 +448,11 @@ class Mounts:
             name = record.name
             record.upstream.on_updated = lambda uri: changed(name, uri)
 
+    def has_servers(self) -> bool:
+        """Is an MCP server mounted (whose lists may change; a plugin's worker lists what is
+        installed)?"""
+        return any(r.pinned and r.upstream is not None for r in self.records.values())
+
     def may_subscribe(self) -> bool:
         """Has a server (a plugin's worker says it of each resource) declared
         ``resources.subscribe``, or not listed yet (it may)?"""

@@ -68,8 +68,8 @@ def to_call_tool_result(result: CallResult) -> t.CallToolResult:
 
 #: What a client may keep of a list or a read (SEP-2549): nothing, for itself only. Lists
 #: depend on the caller's scopes, and change when mounted servers list something else (a
-#: 2026-07-28 client has no subscription to be told on: it lists again). A resource that may
-#: be kept says so itself (``ResourceSpec.cache_ttl``).
+#: 2026-07-28 client is told only on a subscriptions/listen stream it opened). A resource that
+#: may be kept says so itself (``ResourceSpec.cache_ttl``).
 CACHE_HINTS: dict[Any, CacheHint] = {
     method: CacheHint(ttl_ms=0, scope="private")
     for method in (
@@ -158,6 +158,9 @@ def build_server(gateway: Gateway, *, stdio_session: bool = False) -> Server[Any
         t.SetLevelRequestParams,
         _set_level_handler(stdio_levels if stdio_session else None),
     )
+    server.add_request_handler(
+        "server/discover", t.RequestParams, _discover_handler(server, gateway)
+    )
     # The gateway's span per request in place of the SDK's (which is removed when off).
     instrument_server(server, gateway.telemetry, gateway.serves_tool, gateway.serves_prompt)
     # Inside the span: what a client sends back as request state is checked before anything.
@@ -206,8 +209,8 @@ class _ToolLists:
 async def _tell_lists_changed(session: Any, protocol_version: Any) -> None:
     """Tell the stdio session that mounted servers' lists changed."""
     if protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-        # 2025 sessions are told on their connection; 2026-07-28 has no such notification
-        # outside subscriptions/listen, and HTTP requests are each their own session. What
+        # 2025 sessions are told on their connection; 2026-07-28 clients on their listen
+        # streams (_Listens), and HTTP requests are each their own session. What
         # changed (tools, prompts or resources of mounted servers) is not told apart: a
         # client lists again, which costs little.
         await session.send_tool_list_changed()
@@ -596,6 +599,34 @@ class _Listens:
             with anyio.CancelScope(shield=True):
                 await self._gateway.drop_subscriptions(token)
         return t.SubscriptionsListenResult(_meta=meta)
+
+
+def _discover_handler(
+    server: Server[Any], gateway: Gateway
+) -> Callable[[ServerRequestContext[Any], t.RequestParams], Awaitable[t.DiscoverResult]]:
+    """``server/discover`` as the SDK answers it, but for what a listen stream is told: the
+    lists change only where a mounted server's may (a plugin's are installed code), and a
+    resource may be subscribed to only where one is subscribable (as for ``initialize``)."""
+
+    async def on_discover(
+        ctx: ServerRequestContext[Any], params: t.RequestParams
+    ) -> t.DiscoverResult:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        caps = server.get_capabilities(protocol_version=ctx.protocol_version)
+        if not gateway.mounts.has_servers():
+            for part in (caps.tools, caps.prompts, caps.resources):
+                if part is not None:
+                    part.list_changed = False
+        if caps.resources is not None:
+            caps.resources.subscribe = gateway.offers_subscriptions()
+        return t.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+            capabilities=caps,
+            instructions=server.instructions,
+        )
+
+    return on_discover
 
 
 def _set_level_handler(
