@@ -194,9 +194,8 @@ async def test_a_2026_client_listens_on_stdio_to_what_it_asked_for(watch, tmp_pa
             c.listen(resource_subscriptions=["watch://items/2"]) as two,
         ):
             # Its resources may be subscribed to; its lists never change (nothing is mounted).
-            caps = c.session.server_capabilities
-            assert caps is not None and caps.resources is not None and caps.tools is not None
-            assert (caps.resources.subscribe, caps.tools.list_changed) == (True, False)
+            caps = (await c.session.send_discover("2026-07-28"))["capabilities"]
+            assert (caps["resources"]["subscribe"], caps["tools"]["listChanged"]) == (True, False)
             # What it may not subscribe to is left out of what is honored.
             assert one.honored.resource_subscriptions == [COUNTER]
             assert two.honored.resource_subscriptions == ["watch://items/2"]
@@ -374,9 +373,8 @@ async def test_a_2026_client_is_told_on_its_listen_stream_that_a_mounted_servers
     up = _Mounted(tmp_path)
     with anyio.fail_after(60):
         async with Client(up.server(), mode="2026-07-28") as c:
-            caps = c.session.server_capabilities
-            assert caps is not None and caps.tools is not None and caps.prompts is not None
-            assert (caps.tools.list_changed, caps.prompts.list_changed) == (True, True)
+            caps = (await c.session.send_discover("2026-07-28"))["capabilities"]
+            assert (caps["tools"]["listChanged"], caps["prompts"]["listChanged"]) == (True, True)
             found = await c.list_tools()
             assert "grown0" not in {x.name for x in found.tools}
             async with c.listen(tools_list_changed=True, prompts_list_changed=True) as sub:
