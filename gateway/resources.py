@@ -431,6 +431,8 @@ class ResourceSubscriptions:
         self._checked: dict[tuple[str, str], bool] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: URIs whose subscribers are about to be told
+        self._pending: set[str] = set()
 
     def of(self, who: object) -> set[str]:
         """The URIs ``who`` is subscribed to."""
@@ -484,26 +486,27 @@ class ResourceSubscriptions:
 
     def changed(self, source: str, uri: object) -> None:
         """``source`` (a plugin, a mounted server) says ``uri`` changed: its subscribers are
-        told, in a task of their own (the caller does not wait for them). A URI ``source``
-        does not serve as subscribable is its mistake: logged once, told to no one. Costs a
-        lookup when no one is subscribed; safe to call from any thread; never raises."""
+        told, in a task of their own (the caller does not wait for them; changes said again
+        before they are told are told once). A URI ``source`` does not serve as subscribable
+        is its mistake: logged once, told to no one. Costs a lookup when no one is
+        subscribed; safe to call from any thread; never raises."""
         try:
-            if not self._serves(source, uri):
-                return
-            assert isinstance(uri, str)
-            watchers = self._by_uri.get(uri)
             loop = self._loop
-            if not watchers or loop is None or loop.is_closed():
-                return
-            delivers = list(watchers.values())
             try:
-                running = asyncio.get_running_loop()
+                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
             except RuntimeError:  # a thread of the plugin's own (run_sync)
                 running = None
-            if running is loop:
-                self._spawn(uri, delivers)
-            else:
-                loop.call_soon_threadsafe(self._spawn, uri, delivers)
+            if loop is not None and running is not loop:
+                if not loop.is_closed():  # the registries are the loop's to read
+                    loop.call_soon_threadsafe(self.changed, source, uri)
+                return
+            if not self._serves(source, uri) or not isinstance(uri, str):
+                return
+            if uri in self._by_uri and uri not in self._pending:
+                self._pending.add(uri)
+                task = asyncio.get_running_loop().create_task(self._tell(uri))
+                self._tasks.add(task)  # held until done: a task nobody holds may be collected
+                task.add_done_callback(self._tasks.discard)
         except Exception as exc:  # never into the plugin: a change it says is best effort
             log.error("telling subscribers of a change failed: %s", type(exc).__name__)
 
@@ -527,14 +530,9 @@ class ResourceSubscriptions:
             )
         return ok
 
-    def _spawn(self, uri: str, delivers: list[Deliver]) -> None:
-        task = asyncio.get_running_loop().create_task(self._tell(uri, delivers))
-        self._tasks.add(task)  # held until done: a task nobody holds may be collected
-        task.add_done_callback(self._tasks.discard)
-
-    @staticmethod
-    async def _tell(uri: str, delivers: list[Deliver]) -> None:
-        for deliver in delivers:
+    async def _tell(self, uri: str) -> None:
+        self._pending.discard(uri)  # a change said from now on is told again
+        for deliver in list(self._by_uri.get(uri, {}).values()):
             try:
                 await deliver(uri)
             except Exception as exc:  # a subscriber gone; the others are still told

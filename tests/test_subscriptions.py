@@ -455,3 +455,19 @@ async def test_a_caller_who_may_not_read_a_resource_may_not_subscribe_to_it(
     assert refused.code == t.INVALID_PARAMS
     assert refused.data == {"uri": COUNTER}
     assert "PERMISSION_DENIED" in refused.message and "watch:read" in refused.message
+
+
+@ISOLATION
+async def test_a_burst_of_changes_said_before_the_client_is_told_is_told_once(
+    watch, tmp_path, isolate
+):
+    told = _Told()
+    with anyio.fail_after(60):
+        async with Client(_server(tmp_path, isolate), mode="legacy", message_handler=told) as c:
+            await c.subscribe_resource(COUNTER)
+            await c.subscribe_resource("watch://items/9")
+            await c.call_tool("watch_bump", {"uris": [COUNTER] * 50})
+            await c.call_tool("watch_bump", {"uris": ["watch://items/9"]})
+            assert await told.next() == COUNTER
+            assert await told.next() == "watch://items/9"
+            assert told.uris == []
