@@ -434,10 +434,6 @@ class ResourceSubscriptions:
         #: URIs whose subscribers are about to be told
         self._pending: set[str] = set()
 
-    def of(self, who: object) -> set[str]:
-        """The URIs ``who`` is subscribed to."""
-        return set(self._by_who.get(who, ()))
-
     async def add(self, uri: str, who: object, deliver: Deliver, item: RegisteredResource) -> None:
         """From now on ``deliver`` is awaited when ``uri`` (served by ``item``) changed;
         ``ValueError`` when ``who`` holds :data:`MAX_SUBSCRIPTIONS` already."""
@@ -475,10 +471,6 @@ class ResourceSubscriptions:
         """Every subscription of ``who`` (its session or stream ended)."""
         for uri in sorted(self._by_who.get(who, ())):
             await self.remove(uri, who)
-
-    def watched(self) -> set[str]:
-        """The URIs someone is subscribed to."""
-        return set(self._by_uri)
 
     def forget(self) -> None:
         """What sources serve changed: check their word again."""
@@ -521,10 +513,12 @@ class ResourceSubscriptions:
             self._checked.clear()
         self._checked[key] = ok
         if not ok:
-            shown = repr(uri[:200]) if isinstance(uri, str) else f"a {type(uri).__name__}"
+            shown = (
+                repr(uri[:200]) if isinstance(uri, str) else f"({type(uri).__name__}, not a URI)"
+            )
             log.warning(
                 "%s said resource %s changed, but it serves no subscribable resource of that "
-                "URI (declare it subscribable=True, or use the URI it serves): nobody is told",
+                "URI (a plugin declares one subscribable=True): nobody is told",
                 source,
                 shown,
             )

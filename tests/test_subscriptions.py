@@ -471,3 +471,28 @@ async def test_a_burst_of_changes_said_before_the_client_is_told_is_told_once(
             assert await told.next() == COUNTER
             assert await told.next() == "watch://items/9"
             assert told.uris == []
+
+
+async def test_a_uri_a_plugin_does_not_serve_as_subscribable_is_logged_once(
+    watch, tmp_path, caplog
+):
+    from gateway.app import build_gateway
+    from gateway.config import load_config
+
+    config = tmp_path / "gw.toml"
+    config.write_text('[gateway]\nplugins = ["watch"]\nisolate = "none"\n')
+    gw = build_gateway(load_config(config, env=_env("none"), cwd=tmp_path))
+    record = gw.plugin("watch")
+    assert record is not None and record.context is not None
+    async with gw:
+        for uri in ["nope://x", "nope://x", "watch://still", "watch://still", COUNTER, 7]:
+            record.context.resource_updated(uri)  # type: ignore[arg-type]
+    said = [r.getMessage() for r in caplog.records if "said resource" in r.getMessage()]
+    assert said == [
+        "watch said resource 'nope://x' changed, but it serves no subscribable resource of "
+        "that URI (a plugin declares one subscribable=True): nobody is told",
+        "watch said resource 'watch://still' changed, but it serves no subscribable resource "
+        "of that URI (a plugin declares one subscribable=True): nobody is told",
+        "watch said resource (int, not a URI) changed, but it serves no subscribable resource "
+        "of that URI (a plugin declares one subscribable=True): nobody is told",
+    ]
