@@ -552,7 +552,7 @@ class PluginLoader:
             read_only=self.config.read_only,
             sanitizer=self.sanitizer,
             backends=self.backends,
-            updates=self.resources.subscriptions.changed,
+            _updates=self.resources.subscriptions.changed,
         )
 
     def _declared(

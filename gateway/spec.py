@@ -195,7 +195,7 @@ class PluginContext(Generic[SettingsT]):
     sanitizer: Callable[[str], str] = field(default_factory=Sanitizer)
     backends: object = None
     #: where :meth:`resource_updated` goes: the core's subscriptions, told which plugin says it
-    updates: Callable[[str, object], None] | None = field(default=None, repr=False)
+    _updates: Callable[[str, object], None] | None = field(default=None, repr=False)
 
     def resource_updated(self, uri: str) -> None:
         """Say that the resource ``uri`` changed: one of this plugin's resources declared
@@ -204,8 +204,8 @@ class PluginContext(Generic[SettingsT]):
         when none is, this costs a lookup. It returns at once (the clients are told in the
         background), from the event loop or a thread, and never raises: a URI the plugin
         does not serve as subscribable is logged once and told to no one."""
-        if self.updates is not None:
-            self.updates(self.name, uri)
+        if self._updates is not None:
+            self._updates(self.name, uri)
 
     def get(self, slot: Resource[T]) -> T | None:
         """What :meth:`put` stored in ``slot``, or ``None``."""
