@@ -281,20 +281,28 @@ async def test_server_everythings_resources_templates_prompts_and_completions_pa
 @pytest.mark.filterwarnings(
     "ignore:resources/(un)?subscribe is removed:mcp.shared.exceptions.MCPDeprecationWarning"
 )
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_server_everythings_resource_updates_reach_a_subscribed_stdio_client(
-    bin_dir, tmp_path
+    bin_dir, tmp_path, transport
 ):
-    """Issue 38: the gateway subscribes the server for its client and passes its updates on."""
+    """Issue 38: the gateway subscribes the server for its client and passes its updates on,
+    whether it runs the server or connects to it."""
     import mcp_types as t
     from mcp import Client, StdioServerParameters
 
-    everything = reference(bin_dir, tmp_path)["everything"]
+    proc = None
+    if transport == "stdio":
+        everything = reference(bin_dir, tmp_path)["everything"]
+        table = (
+            f"command = {json.dumps(everything['command'])}\n"
+            f"args = {json.dumps(everything['args'])}\n"
+        )
+    else:
+        port = free_port()
+        proc = start_http_everything(bin_dir, port, tmp_path)
+        table = f'type = "http"\nurl = "http://127.0.0.1:{port}/mcp"\n'
     config = tmp_path / "gw.toml"
-    config.write_text(
-        '[gateway]\nplugins = ["servers"]\n'
-        f"[servers.everything]\ncommand = {json.dumps(everything['command'])}\n"
-        f"args = {json.dumps(everything['args'])}\n"
-    )
+    config.write_text(f'[gateway]\nplugins = ["servers"]\n[servers.everything]\n{table}')
     env = gateway_env(MCP_GATEWAY_CONFIG=str(config), XDG_STATE_HOME=str(tmp_path / "state"))
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env
@@ -306,17 +314,21 @@ async def test_server_everythings_resource_updates_reach_a_subscribed_stdio_clie
             told.append(str(message.params.uri))
 
     uri = "demo://resource/static/document/architecture.md"
-    with anyio.fail_after(90):
-        async with Client(server, mode="legacy", message_handler=note) as client:
-            await client.list_tools()  # it answered: its resources are known
-            await client.subscribe_resource(uri)
-            # The server sends an update of each URI subscribed to at once, then every 5 s.
-            started = await client.call_tool("toggle-subscriber-updates", {})
-            assert not started.is_error, started
-            while not told:
-                await anyio.sleep(0.05)
-            await client.unsubscribe_resource(uri)
-            await client.call_tool("toggle-subscriber-updates", {})
+    try:
+        with anyio.fail_after(90):
+            async with Client(server, mode="legacy", message_handler=note) as client:
+                await client.list_tools()  # it answered: its resources are known
+                await client.subscribe_resource(uri)
+                # The server sends an update of each URI subscribed to at once, then every 5 s.
+                started = await client.call_tool("toggle-subscriber-updates", {})
+                assert not started.is_error, started
+                while not told:
+                    await anyio.sleep(0.05)
+                await client.unsubscribe_resource(uri)
+                await client.call_tool("toggle-subscriber-updates", {})
+    finally:
+        if proc is not None:
+            stop(proc)
     assert set(told) == {uri}
 
 
