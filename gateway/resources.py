@@ -458,19 +458,29 @@ class ResourceSubscriptions:
         mine.discard(uri)
         if not mine:
             del self._by_who[who]
-        watchers = self._by_uri.get(uri, {})
-        watchers.pop(who, None)
-        if not watchers:
-            self._by_uri.pop(uri, None)
-            found = self._registry.find(uri)
-            if found is not None and found[0].watch is not None:
-                await found[0].watch(uri, False)
+        if self._last_gone(uri, who):
+            await self._unwatch(uri)
         return True
 
     async def drop(self, who: object) -> None:
-        """Every subscription of ``who`` (its session or stream ended)."""
-        for uri in sorted(self._by_who.get(who, ())):
-            await self.remove(uri, who)
+        """Every subscription of ``who`` (its session or stream ended): gone at once, its
+        sources unsubscribed after (which a caller may cut short)."""
+        emptied = [uri for uri in sorted(self._by_who.pop(who, ())) if self._last_gone(uri, who)]
+        for uri in emptied:
+            await self._unwatch(uri)
+
+    def _last_gone(self, uri: str, who: object) -> bool:
+        watchers = self._by_uri.get(uri, {})
+        watchers.pop(who, None)
+        if watchers:
+            return False
+        self._by_uri.pop(uri, None)
+        return True
+
+    async def _unwatch(self, uri: str) -> None:
+        found = self._registry.find(uri)
+        if found is not None and found[0].watch is not None:
+            await found[0].watch(uri, False)
 
     def forget(self) -> None:
         """What sources serve changed: check their word again."""

@@ -501,6 +501,8 @@ def _subscribe_handlers(gateway: Gateway) -> dict[str, Any]:
 #: whose client reads none is ended there: it listens again and refetches, as after a drop).
 MAX_LISTENS = 256
 MAX_LISTEN_BACKLOG = 256
+#: Seconds a stream's end waits for mounted servers to be unsubscribed from what it listened to.
+LISTEN_CLEANUP = 5.0
 
 
 class _Listens:
@@ -596,7 +598,8 @@ class _Listens:
             self._streams.pop(token, None)
             send.close()
             receive.close()
-            with anyio.CancelScope(shield=True):
+            # Bounded: a server that does not answer its unsubscribe holds no shut-down up.
+            with anyio.move_on_after(LISTEN_CLEANUP, shield=True):
                 await self._gateway.drop_subscriptions(token)
         return t.SubscriptionsListenResult(_meta=meta)
 
