@@ -496,3 +496,18 @@ async def test_a_uri_a_plugin_does_not_serve_as_subscribable_is_logged_once(
         "watch said resource (int, not a URI) changed, but it serves no subscribable resource "
         "of that URI (a plugin declares one subscribable=True): nobody is told",
     ]
+
+
+async def test_a_gateway_with_nothing_subscribable_does_not_declare_subscriptions(tmp_path):
+    env = gateway_env(PYTHONPATH=os.environ["PYTHONPATH"], MCP_GATEWAY_PLUGINS="notes")
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway.cli", "serve"], cwd=str(tmp_path), env=env
+    )
+    with anyio.fail_after(60):
+        async with Client(server, mode="legacy") as c:
+            caps = c.session.server_capabilities
+            assert caps is not None and caps.resources is not None
+            assert caps.resources.subscribe is False
+        async with Client(server, mode="2026-07-28") as c:
+            caps26 = (await c.session.send_discover("2026-07-28"))["capabilities"]
+            assert caps26["resources"]["subscribe"] is False
