@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import os
 
-# BARE_GC_PAUSED=1: start as ``mcp-gateway serve`` does (gateway/startup.py), the collector
+# BARE_GC_PAUSED=1: start as ``mcp-gateway serve`` does (gateway/cli.py), the collector
 # paused until the server is built, so the benchmark can also compare like with like.
 GC_PAUSED = os.environ.get("BARE_GC_PAUSED") == "1"
 if GC_PAUSED:

@@ -257,7 +257,7 @@ def bench_cold(args: argparse.Namespace) -> bool:
         f"- **Core only**: the gateway with `MCP_GATEWAY_PLUGINS=bench_trivial` (N = {args.tools} "
         f"generated echo tools, plus `gateway_status`), protocol {c.PROTOCOL}: what the core "
         "itself costs.\n\n"
-        "`serve` pauses the garbage collector while it starts (`gateway/startup.py`), which also "
+        "`serve` pauses the garbage collector while it starts (`gateway/cli.py`), which also "
         "speeds up the SDK import the bare server pays with the collector on; the bare server "
         "started the same way is measured too (informational).\n\n"
         + "\n".join(text for _, text, _ in sections)

@@ -14,21 +14,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .config import (
-    ConfigError,
-    GatewayConfig,
-    check_auth_plugins,
-    check_plugin_names,
-    check_plugin_tables,
-    check_providers,
-    check_servers_plugin,
-    check_tool_names,
-    label,
-    load_config,
-)
+from .configkit import ConfigError
 
 if TYPE_CHECKING:
     from .app import Gateway, HealthResult
+    from .config import GatewayConfig
     from .errors import Sanitizer
     from .plugins import PluginRecord
     from .telemetry import Telemetry
@@ -316,10 +306,14 @@ def _json(obj: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    collecting = gc.isenabled()  # `serve` pauses the collector (see _main): given back after
     try:
         return _main(argv)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before serving began: the user knows; a traceback says nothing
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _config_error(exc: ConfigError) -> int:
@@ -341,6 +335,13 @@ def _check_tables(gateway: Gateway, config: GatewayConfig) -> None:
     loaded plugin (or its REST backend) read; the plugins the deployment selected (every
     installed one without an allow-list) must take their settings; and every setting that
     names a tool or plugin must name one."""
+    from .config import (
+        check_auth_plugins,
+        check_plugin_tables,
+        check_providers,
+        check_servers_plugin,
+        check_tool_names,
+    )
     from .entrypoints import installed_plugins as entry_points
 
     found = entry_points()
@@ -418,6 +419,13 @@ def _main(argv: list[str] | None) -> int:
     if args.command is None:  # `mcp-gateway` alone: what it can do
         parser.print_help()
         return 0
+    if args.command == "serve":
+        # Before the configuration, pydantic, the plugins' API and the SDK are imported: the
+        # collector stays paused until the server is built (see _serving). The package
+        # imports its API on use (gateway/__init__), so nothing heavy was imported yet.
+        gc.disable()
+    from .config import check_plugin_names, load_config
+
     try:
         _transport_options(args)
         config = load_config(args.config)
@@ -716,6 +724,7 @@ def _serve_guarded(args: argparse.Namespace, config: Any, guard: Any) -> int:
                 return _config_error(exc)
         return 0
     from .auth.settings import is_loopback_host
+    from .config import label
 
     token = config.token.get_secret_value() if config.token else ""
     if token and len(token) < MIN_TOKEN_CHARS and not is_loopback_host(args.host):

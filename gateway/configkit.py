@@ -12,10 +12,11 @@ import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic.fields import FieldInfo
+if TYPE_CHECKING:  # pydantic on use: `serve` imports this before it pauses the collector
+    from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
 
 
 class ConfigError(Exception):
@@ -24,6 +25,8 @@ class ConfigError(Exception):
 
 def env_field(*names: str, default: Any = ..., description: str | None = None) -> Any:
     """A settings field that environment variables ``names`` (first set one wins) override."""
+    from pydantic import Field
+
     return Field(default, description=description, json_schema_extra={"env": list(names)})
 
 
@@ -105,6 +108,8 @@ def _is_bool(annotation: Any) -> bool:
 
 def is_secret(annotation: Any) -> bool:
     """A ``SecretStr`` field (or an optional one)."""
+    from pydantic import SecretStr
+
     return annotation is SecretStr or any(is_secret(a) for a in get_args(annotation))
 
 

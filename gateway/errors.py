@@ -18,7 +18,7 @@ import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
 
@@ -185,15 +185,38 @@ def encodable_data(value: Any) -> Any:
     return value
 
 
+class _LazyPattern:
+    """A regular expression compiled on its first use rather than at import.
+
+    The sanitizer's patterns took ~5 ms of every start to compile, most of them for text a
+    start never meets (a driver's error, a failed connection, a path). What the first use
+    reads (``search``, ``sub``, ...) is the compiled pattern's own, kept on this object so
+    that later uses find it at once.
+    """
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle and friends: this is no pattern yet
+            raise AttributeError(name)
+        value = getattr(re.compile(*self._source), name)
+        setattr(self, name, value)
+        return value
+
+
+def _pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """See :class:`_LazyPattern` (used as the compiled pattern it stands for)."""
+    return cast("re.Pattern[str]", _LazyPattern(pattern, flags))
+
+
 # --- sanitizer -------------------------------------------------------------------------
 
 _REDACTED = "[REDACTED]"
 MAX_MESSAGE_CHARS = 600
 
 # Environment variables whose values are secrets even if no plugin declared them.
-_SECRET_ENV_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I
-)
+_SECRET_ENV_NAME = _pattern(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I)
 _MIN_SECRET_LEN = 4
 
 
@@ -206,13 +229,13 @@ def secret_name(name: str) -> bool:
 #: result data, where replacing a common word would corrupt it.
 MIN_RESULT_SECRET_LEN = 8
 
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*", re.S)
-_FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+.*$', re.M)
-_URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/@'\"<>]+@")
-_FILE_URL = re.compile(r"\bfile://\S+")
+_TRACEBACK = _pattern(r"Traceback \(most recent call last\):.*", re.S)
+_FRAME_LINE = _pattern(r'^\s*File "[^"]*", line \d+.*$', re.M)
+_URL_USERINFO = _pattern(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/@'\"<>]+@")
+_FILE_URL = _pattern(r"\bfile://\S+")
 # A scheme word, then a credential: one with a digit or 20+ characters, so prose such as
 # "a basic example" or "token expired" stays readable.
-_AUTH_SCHEME = re.compile(
+_AUTH_SCHEME = _pattern(
     r"(?i)\b(authorization\s*[:=]\s*)?(bearer|token|basic)(\s+|\+)"
     r"(?=[A-Za-z0-9._~+/=\-]*\d|[A-Za-z0-9._~+/=\-]{20})[A-Za-z0-9._~+/=\-]{6,}"
 )
@@ -236,22 +259,22 @@ _CREDENTIAL_KEY = (
 # else there is redacted. Separated by spaces alone the key is as likely prose ("the password
 # is wrong", "secret sauce"): only a value shaped like a credential goes, 6+ characters with a
 # digit or 20+. One pattern for both, so the text is scanned for keys once.
-_SECRET_PAIR = re.compile(
+_SECRET_PAIR = _pattern(
     _CREDENTIAL_KEY
     + r"(?:([\"']?\s*[:=]\s*)"
     + r"(\[REDACTED\]|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;&\"'}\]]+)"
     + r"|([ \t]+)((?=[^\s,;&\"'}\])]*\d|[^\s,;&\"'}\])]{20})[^\s,;&\"'}\])]{6,}))"
 )
-_PLAIN_WORD = re.compile(r"(?=.{1,19}\Z)[A-Za-z][a-z]*(?:-[a-z]+)*")
+_PLAIN_WORD = _pattern(r"(?=.{1,19}\Z)[A-Za-z][a-z]*(?:-[a-z]+)*")
 # An e-mail address is personal data: it names a person, never what the model can act on.
-_EMAIL = re.compile(
+_EMAIL = _pattern(
     r"(?<![\w.+\-%])[A-Za-z0-9._%+\-]+@"
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?![\w\-])"
 )
 # Text a failed connection writes (a driver, an HTTP client, the resolver) names the host it
 # tried: the deployment's internal topology (``mongo-0.mongo.svc.cluster.local:27017``), of no
 # use to the model. Such text keeps its words and loses its hosts.
-_CONNECTION_FAILURE = re.compile(
+_CONNECTION_FAILURE = _pattern(
     r"""(?ix)
     \bconnection[ ](?:refused|reset|timed[ ]?out|aborted|failed|error)
     | \b(?:could[ ]?not|couldn't|cannot|can't|can[ ]not|unable[ ]to|failed[ ]to)[ ]
@@ -286,18 +309,18 @@ _HOST_REMOVED = "[host removed]"
 # In such text: ``host:port`` (the host a name with a letter, an IPv4 address or a bracketed
 # IPv6 one), a bare IPv4 address, or a dotted host name (lower case, ending in letters, not a
 # file name): each a whole token, never part of a word or a longer dotted name.
-_HOST_PORT = re.compile(
+_HOST_PORT = _pattern(
     r"(?<![\w.\-])(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*):\d{1,5}(?!\w|\.\d)"
 )
-_DOTTED = re.compile(r"(?<![\w.\-])[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?![\w\-]|\.\w)")
-_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
-_HOST_NAME = re.compile(r"(?:[a-z0-9\-]+\.)+[a-z]{2,63}")
-_FILE_NAME = re.compile(
+_DOTTED = _pattern(r"(?<![\w.\-])[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?![\w\-]|\.\w)")
+_IPV4 = _pattern(r"(?:\d{1,3}\.){3}\d{1,3}")
+_HOST_NAME = _pattern(r"(?:[a-z0-9\-]+\.)+[a-z]{2,63}")
+_FILE_NAME = _pattern(
     r".*\.(?:py|pyc|db|sqlite3?|json|toml|ya?ml|txt|log|sock|pem|crt|key|cfg|ini|conf|md|html|csv)"
 )
 
 # Credentials recognisable by their shape alone, wherever they appear.
-_SECRET_SHAPES = re.compile(
+_SECRET_SHAPES = _pattern(
     r"\beyJ[\w\-]{2,}\.eyJ[\w\-]{2,}\.[\w\-]*"  # JWT: base64url '{"…' header and payload
     r"|\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"  # OpenAI / Anthropic keys
     r"|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"  # AWS access key ids
@@ -306,10 +329,10 @@ _SECRET_SHAPES = re.compile(
     r"|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY-----|.*)",
     re.S,
 )
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PERCENT_ESCAPE = _pattern(r"%[0-9A-Fa-f]{2}")
 # SQL: a statement keyword followed by the words that make it a statement. Everything from
 # the keyword to the end of the line goes; the schema and query text are nobody's business.
-_SQL = re.compile(
+_SQL = _pattern(
     r"(?is)\b(?:SELECT\b.*?\bFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|"
     r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)|DROP\s+(?:TABLE|INDEX|VIEW|TRIGGER)|"
     r"ALTER\s+TABLE|PRAGMA\s+\w+|WITH\s+\w+\s+AS\s*\()[^\n]*"
@@ -318,9 +341,9 @@ _SQL = re.compile(
 # URL (the look-behind refuses a preceding word character, slash, colon or dot). The whole
 # run of segments is taken, empty ones and trailing slashes too (``/a//b/``): a path cut
 # short would leave a slash behind that a second pass took for another path.
-_POSIX_PATH = re.compile(r"(?<![\w/:.~\-\]])(/[^\s/'\"<>()\[\],;:]+/[^\s'\"<>()\[\],;:]*)")
-_WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"<>]+\\)*[^\s\\'\"<>]*")
-_WS = re.compile(r"[ \t]+")
+_POSIX_PATH = _pattern(r"(?<![\w/:.~\-\]])(/[^\s/'\"<>()\[\],;:]+/[^\s'\"<>()\[\],;:]*)")
+_WIN_PATH = _pattern(r"\b[A-Za-z]:\\(?:[^\s\\'\"<>]+\\)*[^\s\\'\"<>]*")
+_WS = _pattern(r"[ \t]+")
 
 #: What a backend's database-shaped error text becomes (see :meth:`Sanitizer.backend_text`).
 DATABASE_ERROR = "the backend reported a database error"
@@ -328,7 +351,7 @@ DATABASE_ERROR = "the backend reported a database error"
 # sentences (constraint violations, unknown tables, refused logins, unreachable servers, which
 # name keys, values, hosts, addresses and users) and its exception names. The message such text
 # sits in is not worth keeping: it says too much, and nothing the model can act on.
-_DATABASE_TEXT = re.compile(
+_DATABASE_TEXT = _pattern(
     r"""
     # PostgreSQL (libpq, psycopg, asyncpg)
     \b(?:DETAIL|HINT|CONTEXT|STATEMENT|QUERY|LINE[ ]\d+):[ ]

@@ -319,3 +319,66 @@ def test_commands_other_than_serve_never_import_the_mcp_sdk(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout) == []
+
+
+IMPORTED_WITH_THE_COMMAND = """
+import json, sys
+import gateway.cli
+heavy = ("pydantic", "pydantic_core", "mcp", "mcp_types", "anyio", "gateway")
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
+"""
+
+
+def test_importing_the_command_imports_neither_pydantic_nor_the_api_nor_the_sdk(tmp_path):
+    """`serve` pauses the garbage collector before its configuration is read and keeps it
+    paused until the server is built (gateway.cli._serving): importing pydantic, the plugins'
+    API and the SDK allocates hundreds of thousands of long-lived objects and no garbage. The
+    console script imports gateway.cli first, so the pause covers those imports only if that
+    import brings none of them (the package imports its API on use)."""
+    run = subprocess.run(
+        [sys.executable, "-c", IMPORTED_WITH_THE_COMMAND],
+        cwd=tmp_path,
+        env=gateway_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == ["gateway", "gateway.cli", "gateway.configkit"]
+
+
+def test_serve_gives_the_collector_back_when_it_stops_before_serving(tmp_path, monkeypatch):
+    """A refused `serve` (here --port without --transport http) returns with the collector
+    running, as a caller of main() had it."""
+    import gc
+
+    from gateway.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    assert main(["serve", "--port", "9"]) == 2
+    assert gc.isenabled()
+
+
+def test_every_name_the_package_exports_is_the_one_its_module_defines():
+    """The package imports its API on use (gateway/__init__): each name of ``__all__`` is
+    found, by ``from gateway import *`` too, and is the object of the module defining it."""
+    import importlib
+
+    import gateway
+
+    namespace: dict[str, object] = {}
+    exec("from gateway import *", namespace)
+    assert set(gateway.__all__) <= set(namespace) and set(gateway.__all__) <= set(dir(gateway))
+    modules = ("config", "content", "errors", "hookspecs", "inputs", "prompts", "resources", "spec")
+    for name in gateway.__all__:
+        if name == "__version__":
+            continue
+        defined = [
+            getattr(module, name)
+            for module in (importlib.import_module(f"gateway.{m}") for m in modules)
+            if name in vars(module)
+        ]
+        assert defined and namespace[name] is getattr(gateway, name) is defined[0], name
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = gateway.Nope  # type: ignore[attr-defined]

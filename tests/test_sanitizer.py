@@ -611,3 +611,28 @@ def test_redaction_is_idempotent(text):
     assert s.redact_secrets(once) == once
     cleaned = s(text, max_chars=0)
     assert s(cleaned, max_chars=0) == cleaned
+
+
+def test_every_sanitizer_pattern_compiles_and_is_the_pattern_written():
+    """The sanitizer's patterns are compiled on first use, not at import (a start needs few of
+    them): one that cannot compile would only show when a message first needs it, while a
+    failure is being reported. Each compiles here, to the pattern and flags written."""
+    import re
+
+    import gateway.errors as errors
+
+    lazy = {
+        name: value
+        for name, value in vars(errors).items()
+        if isinstance(value, errors._LazyPattern)
+    }
+    assert len(lazy) >= 20, sorted(lazy)
+    for name, value in lazy.items():
+        written, flags = value._source
+        compiled = re.compile(written, flags)
+        assert (value.pattern, value.flags) == (compiled.pattern, compiled.flags), name
+        # the compiled pattern's methods, kept after their first use, answer as it does
+        for text in ("", "SELECT a FROM b at /srv/app/x.py user@example.org"):
+            found, expected = value.search(text), compiled.search(text)
+            assert (found and found.span()) == (expected and expected.span()), name
+        assert value.search is value.search, name
