@@ -12,7 +12,10 @@ environment of its own under ``bench/.work``); and, for reference, the same tool
 the gateway's own process (the core benchmarks' generated plugin): what the gateway's front and
 pipeline cost with no server behind them. The calls alternate between the four, one each per
 round, in a rotated order. Target: the gateway's median added latency (its median minus the
-direct median) ≤ 0.5 ms and below FastMCP's.
+direct median) ≤ 0.5 ms and below FastMCP's. ``--protocol`` picks the client's protocol: the
+stateless 2026-07-28 (the default: Claude Code opens stdio servers with ``server/discover`` and sends
+each request with its ``_meta`` envelope) or the 2025-11-25 ``initialize`` handshake; each has its
+own section in the results.
 
 ``startup``: spawn → ``initialize`` → ``tools/list`` until the listing holds the tools of the
 servers that answer, for (a) the bare server itself, (b) the gateway mounting two such servers,
@@ -112,10 +115,27 @@ def fastmcp_python() -> Path:
     return python
 
 
-def listed(proc: c.StdioProc, want: set[str], req: int, deadline: float) -> int:
+def opened(proc: c.StdioProc, modern: bool) -> None:
+    """The client's opening: ``server/discover`` (2026-07-28) or the ``initialize`` handshake."""
+    if not modern:
+        proc.handshake()
+        return
+    resp, _ = proc.request(c.modern(0, "server/discover"), timeout=60)
+    if "error" in resp:
+        raise RuntimeError(f"server/discover failed: {resp['error']}")
+
+
+def listed(
+    proc: c.StdioProc, want: set[str], req: int, deadline: float, *, modern: bool = False
+) -> int:
     """Ask ``tools/list`` until it holds ``want``; returns the next request id."""
     while True:
-        resp, _ = proc.request({"jsonrpc": "2.0", "id": req, "method": "tools/list"}, timeout=60)
+        message = (
+            c.modern(req, "tools/list")
+            if modern
+            else {"jsonrpc": "2.0", "id": req, "method": "tools/list"}
+        )
+        resp, _ = proc.request(message, timeout=60)
         req += 1
         names = {t["name"] for t in resp["result"]["tools"]}
         if want <= names:
@@ -152,18 +172,22 @@ def latency(args: argparse.Namespace) -> str:
             },
         ),
     }
+    modern = args.protocol == c.MODERN
     procs = {name: c.StdioProc(argv, e, f"mount-{name}") for name, (argv, e) in setups.items()}
     times: dict[str, list[float]] = {name: [] for name in procs}
     try:
         for proc in procs.values():
-            proc.handshake()
-            listed(proc, {"echo_0"}, 1, time.monotonic() + 60)
+            opened(proc, modern)
+            listed(proc, {"echo_0"}, 1, time.monotonic() + 60, modern=modern)
         order = list(procs)
         for i in range(args.warmup + args.calls):
             for name in order[i % len(order) :] + order[: i % len(order)]:
                 proc = procs[name]
+                message = c.call_msg(1000 + i, "echo_0", i)
+                if modern:
+                    message["params"]["_meta"] = c.modern(0, "tools/call")["params"]["_meta"]
                 t0 = time.perf_counter_ns()
-                resp, _ = proc.request(c.call_msg(1000 + i, "echo_0", i))
+                resp, _ = proc.request(message)
                 elapsed = time.perf_counter_ns() - t0
                 c.check_echo(resp, i)
                 if i >= args.warmup:
@@ -172,6 +196,12 @@ def latency(args: argparse.Namespace) -> str:
         for proc in procs.values():
             proc.close()
     med = {name: statistics.median(v) for name, v in times.items()}
+    opening = (
+        f"{c.MODERN}: `server/discover`, each request with its `_meta` envelope (what Claude "
+        "Code sends)"
+        if modern
+        else f"{c.PROTOCOL}: the `initialize` handshake"
+    )
     added = {name: (med[name] - med["direct"]) / 1e6 for name in ("gateway", "fastmcp")}
     ok = added["gateway"] <= LATENCY_TARGET_MS and added["gateway"] < added["fastmcp"]
     # A mounted call is the gateway's own work (front and pipeline, as in process) plus the
@@ -184,12 +214,15 @@ def latency(args: argparse.Namespace) -> str:
         for name, v in times.items()
     )
     return (
-        "## Latency: a mounted server's call, direct vs through the gateway vs FastMCP's proxy\n\n"
+        f"## Latency ({opening}): a mounted server's call, direct vs through the gateway vs "
+        "FastMCP's proxy\n\n"
         + c.facts_line(
-            f".venv/bin/python bench/mount_bench.py latency --calls {args.calls}", machine
+            f".venv/bin/python bench/mount_bench.py latency --calls {args.calls} "
+            f"--protocol {args.protocol}",
+            machine,
         )
         + f"- {args.calls} calls each after {args.warmup} warm-up calls, one per setup per round, "
-        "order rotated every round; raw JSON-RPC client over pipes; FastMCP "
+        f"order rotated every round; raw JSON-RPC client over pipes, {opening}; FastMCP "
         f"{FASTMCP.split('==')[1]}, proxy mode auto; *in process*: the same tool (the core "
         "benchmarks' generated plugin, one tool) from a plugin in the gateway's own process, "
         "no server behind it\n\n"
@@ -305,6 +338,11 @@ def write(section: str, body: str) -> None:
                 sections[current] += line
     title = body.splitlines(keepends=True)[0]
     sections[title] = body
+    # Before the protocol was named, one latency section measured the handshake only.
+    sections.pop(
+        "## Latency: a mounted server's call, direct vs through the gateway vs FastMCP's proxy\n",
+        None,
+    )
     RESULTS.write_text(
         "# MCP servers behind the gateway: benchmarks (issue 37)\n\n"
         "Written by `bench/mount_bench.py`; each section can be rerun on its own.\n\n"
@@ -318,6 +356,7 @@ def main() -> int:
     lat = sub.add_parser("latency")
     lat.add_argument("--calls", type=int, default=1000)
     lat.add_argument("--warmup", type=int, default=100)
+    lat.add_argument("--protocol", choices=[c.MODERN, c.PROTOCOL], default=c.MODERN)
     st = sub.add_parser("startup")
     st.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
