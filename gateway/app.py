@@ -199,6 +199,7 @@ class Gateway:
         self.workers.offered = lambda: frozenset(t.name for t in self.visible_tools())
         self.loader.isolate = self.workers.add
         self._load(sources)
+        self.workers.begin()
         self.pipeline = self._pipeline()
         self._started = False
 

@@ -38,10 +38,16 @@ mounted server:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import select
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
@@ -139,6 +145,111 @@ def worker_environment(env: dict[str, str]) -> dict[str, str]:
     }
 
 
+class FirstLoad:
+    """A worker's first :data:`~gateway.worker.LOAD` exchange, run by a thread before the
+    gateway's event loop runs.
+
+    A worker is started while the plugins load (:meth:`Workers.add`) and is ready long before
+    the loop runs: most of what the gateway still does then is importing the SDK. Handing it
+    its settings meanwhile (:meth:`Workers.begin`, once every plugin in process loaded, so what
+    is theirs is known) takes the worker's load off the first listing's path; the loop then
+    only initializes the connection and lists. The thread reads and writes the worker's pipes
+    itself (a JSON line per message, nothing of the SDK) until it has the last answer, the
+    worker stops, or ``limit`` seconds pass; the loop takes the pipes over once it is done
+    (:meth:`finished`), with what it read past its answers."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self._buffer = b""
+        self._answer: dict[str, Any] | None = None
+        self._failure: BaseException | None = None
+        self._began = False
+        self._done = threading.Event()
+
+    def begin(
+        self,
+        params: dict[str, Any],
+        hand: Callable[[dict[str, Any]], dict[str, Any]],
+        limit: float,
+    ) -> None:
+        if self._began:
+            return
+        self._began = True
+        deadline = time.monotonic() + limit
+        thread = threading.Thread(
+            target=self._run, args=(params, hand, deadline), name="mcp-gateway worker load"
+        )
+        thread.daemon = True
+        thread.start()
+
+    def _run(
+        self,
+        params: dict[str, Any],
+        hand: Callable[[dict[str, Any]], dict[str, Any]],
+        deadline: float,
+    ) -> None:
+        try:
+            for n in range(20):  # as Workers._prepare: a table and its variables at a time
+                answer = self._ask(f"gw-first-{n}", params, deadline)
+                needs = answer.get("needs")
+                if not isinstance(needs, dict):
+                    break
+                params = hand(needs)
+            self._answer = answer
+        except Exception as exc:  # the connection reports it (see answer)
+            self._failure = exc
+        finally:
+            self._done.set()
+
+    def _ask(self, ident: str, params: dict[str, Any], deadline: float) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": ident, "method": LOAD, "params": params}
+        assert self._popen.stdin is not None and self._popen.stdout is not None
+        data = memoryview(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        while data:
+            data = data[os.write(self._popen.stdin.fileno(), data) :]
+        before = b""  # lines that are not the answer (none is expected): the loop's
+        fd = self._popen.stdout.fileno()
+        while True:
+            end = self._buffer.find(b"\n")
+            if end < 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no answer to {LOAD}")
+                if select.select([fd], [], [], left)[0]:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        raise EOFError("its worker stopped while it loaded")
+                    self._buffer += chunk
+                continue
+            line, self._buffer = self._buffer[: end + 1], self._buffer[end + 1 :]
+            try:
+                said = json.loads(line)
+            except ValueError:
+                said = None
+            if isinstance(said, dict) and said.get("id") == ident:
+                self._buffer = before + self._buffer
+                result = said.get("result")
+                if not isinstance(result, dict):
+                    raise RuntimeError(f"its worker refused {LOAD}: {said.get('error')!r}"[:300])
+                return result
+            before += line
+
+    async def finished(self) -> bytes:
+        """Once the exchange ended (at once when it never began): what it read past it."""
+        if self._began and not self._done.is_set():
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self._done.wait, abandon_on_cancel=True)
+        self._began = True  # no exchange begins once the loop took the pipes
+        return self._buffer
+
+    def answer(self) -> dict[str, Any] | None:
+        """Its last answer (``None`` when it never began); raises what ended it early."""
+        if self._failure is not None:
+            raise self._failure
+        return self._answer
+
+
 @dataclass
 class WorkerRecord(ServerRecord):
     """An isolated plugin, reported among the plugins like one in process."""
@@ -155,6 +266,8 @@ class WorkerRecord(ServerRecord):
     loaded: bool = False
     #: the gateway's workers (set when it is added)
     workers: Workers | None = None
+    #: its first LOAD exchange, while the gateway starts (taken by its first connection)
+    first_load: FirstLoad | None = None
 
     @property
     def label(self) -> str:
@@ -324,6 +437,8 @@ class Workers:
             started = start_process(spec, server_environment(spec, self.config.env))
         except OSError as exc:  # started by the upstream then, which reports why
             log.warning("plugin %s: its worker could not be started yet: %s", src.name, exc)
+        else:
+            record.first_load = FirstLoad(started)
         record.upstream = Upstream(
             spec,
             env=self.config.env,
@@ -331,6 +446,7 @@ class Workers:
             on_listing=self.mounts._listed,
             prepare=self._prepare,
             started=started,
+            handover=record.first_load.finished if record.first_load is not None else None,
             on_stderr=self._stderr(src.name),
             stdin_grace=self.config.resource_timeout + 1.0,
             title=f"plugin {src.name!r}",
@@ -356,6 +472,14 @@ class Workers:
                 fallback.info("%s", text)
 
         return line
+
+    def begin(self) -> None:
+        """Once every plugin in process loaded: hand each worker started with the gateway its
+        settings now, before the event loop runs (see :class:`FirstLoad`)."""
+        limit = self.config.load_timeout + self.config.resource_timeout + START_SECONDS
+        for record in self.records.values():
+            if record.first_load is not None:
+                record.first_load.begin(self._base(record), partial(self._hand, record), limit)
 
     async def loaded(self) -> None:
         """Wait until every worker loaded its plugin, or failed to (bounded)."""
@@ -407,14 +531,10 @@ class Workers:
         record = self.records[upstream.name]
         process = upstream.process
         assert process is not None
-        params = self._base(record)
-        for _ in range(20):  # a table and its variables at a time; no plugin needs more
-            with anyio.fail_after(self.config.load_timeout + self.config.resource_timeout + 5):
-                answer = await process.request(LOAD, params)
-            needs = answer.get("needs")
-            if not isinstance(needs, dict):
-                break
-            params = self._hand(record, needs)
+        first, record.first_load = record.first_load, None
+        answer = first.answer() if first is not None else None  # handed before the loop ran
+        if answer is None:
+            answer = await self._hand_over(record, process)
         failed = answer.get("failed")
         loaded = answer.get("loaded")
         if not isinstance(loaded, dict):
@@ -427,6 +547,18 @@ class Workers:
             raise Abandon(reason)
         self._take(record, loaded)
         record.loaded = True
+
+    async def _hand_over(self, record: WorkerRecord, process: ServerProcess) -> dict[str, Any]:
+        """The LOAD exchange over the connection: its last answer."""
+        params = self._base(record)
+        for _ in range(20):  # a table and its variables at a time; no plugin needs more
+            with anyio.fail_after(self.config.load_timeout + self.config.resource_timeout + 5):
+                answer = await process.request(LOAD, params)
+            needs = answer.get("needs")
+            if not isinstance(needs, dict):
+                break
+            params = self._hand(record, needs)
+        return answer
 
     def _base(self, record: WorkerRecord) -> dict[str, Any]:
         """The first LOAD request: the deployment's settings that apply to any plugin, its own

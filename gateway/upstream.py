@@ -354,7 +354,9 @@ class _Started(anyio.abc.Process):
         self._stdout: anyio.abc.ByteReceiveStream | None = None
         self._stderr: anyio.abc.ByteReceiveStream | None = None
 
-    async def connect(self) -> None:
+    async def connect(self, initial: bytes = b"") -> None:
+        """Read and write its pipes from the loop; ``initial``: what was read from its stdout
+        before (see :data:`Handover`), read first."""
         loop = asyncio.get_running_loop()
         assert self._popen.stdin and self._popen.stdout and self._popen.stderr
         transport, protocol = await loop.connect_write_pipe(
@@ -363,6 +365,8 @@ class _Started(anyio.abc.Process):
         self._stdin = _PipeOut(asyncio.StreamWriter(transport, protocol, None, loop))
         for pipe, attr in ((self._popen.stdout, "_stdout"), (self._popen.stderr, "_stderr")):
             reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES, loop=loop)
+            if initial and attr == "_stdout":
+                reader.feed_data(initial)
             await loop.connect_read_pipe(
                 lambda r=reader: asyncio.StreamReaderProtocol(r, loop=loop),  # type: ignore[misc]
                 pipe,
@@ -432,6 +436,7 @@ async def open_process(
     *,
     max_message: int = MAX_MESSAGE_BYTES,
     started: subprocess.Popen[bytes] | None = None,
+    handover: Handover | None = None,
     on_stderr: Callable[[str], None] | None = None,
     stdin_grace: float = STDIN_GRACE,
 ) -> AsyncIterator[
@@ -442,7 +447,8 @@ async def open_process(
     ]
 ]:
     """Start ``spec``'s command (or take the one :func:`start_process` ``started``) and yield
-    its handle and the message streams a ``ClientSession`` takes. Each line it writes to
+    its handle and the message streams a ``ClientSession`` takes; with ``handover``, once what
+    talked to the ``started`` one before is done with its pipes. Each line it writes to
     stderr goes to ``on_stderr`` (else to the log). On exit (also when cancelled) the process
     group is ended: stdin closed, then SIGTERM after ``stdin_grace`` seconds, SIGKILL after
     :data:`TERM_GRACE`."""
@@ -452,7 +458,7 @@ async def open_process(
     # Always a Popen whose pipes the loop reads and writes itself (_Started): anyio's process
     # streams end every write with an extra turn of the event loop, on every call's path.
     process = _Started(started if started is not None else start_process(spec, env))
-    await process.connect()
+    await process.connect(await handover() if handover and started is not None else b"")
     handle = ServerProcess(spec.name, process)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](8)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](8)
@@ -661,6 +667,10 @@ OnListing = Callable[["Upstream", Listing], Awaitable[None]]
 #: What a connection does after ``initialize`` and before it lists the tools (a plugin's
 #: worker is handed its settings there).
 Prepare = Callable[["Upstream"], Awaitable[None]]
+#: What must end before the loop reads and writes the pipes of a process started before the
+#: loop ran (a worker handed its settings meanwhile: see :class:`gateway.isolation.FirstLoad`);
+#: it returns what it read from the process's stdout past its own answers.
+Handover = Callable[[], Awaitable[bytes]]
 
 
 def _abandoned(exc: BaseException) -> Abandon | None:
@@ -680,7 +690,8 @@ class Upstream:
     it with backoff until cancelled. Calls meanwhile answer ``BACKEND_UNAVAILABLE``.
 
     Made with: ``prepare``: see :data:`Prepare`. ``started``: its process, started already
-    (:func:`start_process`), for the first connection. ``on_stderr``: takes each line it
+    (:func:`start_process`), for the first connection; ``handover``: see :data:`Handover`.
+    ``on_stderr``: takes each line it
     writes to stderr. ``stdin_grace``: seconds it gets to exit once its stdin is closed.
     ``title``: what messages call it (``MCP server 'fs'``). ``retry_unanswered=False``: when
     it fails before it ever answered, it is not started again (``settled`` is set).
@@ -699,6 +710,7 @@ class Upstream:
         on_up: Callable[[], None] | None = None,
         prepare: Prepare | None = None,
         started: subprocess.Popen[bytes] | None = None,
+        handover: Handover | None = None,
         on_stderr: Callable[[str], None] | None = None,
         stdin_grace: float = STDIN_GRACE,
         title: str | None = None,
@@ -711,6 +723,7 @@ class Upstream:
         self.title = title or f"MCP server {spec.name!r}"
         self._prepare = prepare
         self._started = started
+        self._handover = handover
         self._on_stderr = on_stderr
         self._stdin_grace = stdin_grace
         self._retry_unanswered = retry_unanswered
@@ -887,10 +900,12 @@ class Upstream:
         if self.spec.command is not None:
             env = server_environment(self.spec, self._env)
             started, self._started = self._started, None
+            handover, self._handover = self._handover, None
             async with open_process(
                 self.spec,
                 env,
                 started=started,
+                handover=handover,
                 on_stderr=self._on_stderr,
                 stdin_grace=self._stdin_grace,
             ) as (process, read, write):
@@ -935,24 +950,31 @@ class Upstream:
 
     async def _list(self, session: ClientSession, info: Any) -> Listing:
         caps = session.server_capabilities
-        tools = await self._pages(session.list_tools, "tools")
-        resources: list[dict[str, Any]] = []
-        templates: list[dict[str, Any]] = []
-        prompts: list[dict[str, Any]] = []
-        # What it does not declare is not asked; what it declares but fails to list is left
-        # out (its tools still serve).
-        if caps is not None and caps.resources is not None:
-            resources = await self._extra(session.list_resources, "resources")
-            templates = await self._extra(session.list_resource_templates, "resource_templates")
-        if caps is not None and caps.prompts is not None:
-            prompts = await self._extra(session.list_prompts, "prompts")
+        found: dict[str, list[dict[str, Any]]] = {}
+
+        async def tools() -> None:
+            found["tools"] = await self._pages(session.list_tools, "tools")
+
+        async def extra(method: Any, key: str) -> None:
+            found[key] = await self._extra(method, key)
+
+        # The lists asked at once: one round trip on the first listing's path, not four.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tools)
+            # What it does not declare is not asked; what it declares but fails to list is
+            # left out (its tools still serve).
+            if caps is not None and caps.resources is not None:
+                tg.start_soon(extra, session.list_resources, "resources")
+                tg.start_soon(extra, session.list_resource_templates, "resource_templates")
+            if caps is not None and caps.prompts is not None:
+                tg.start_soon(extra, session.list_prompts, "prompts")
         return Listing(
-            tools,
+            found["tools"],
             str(getattr(info, "name", "") or ""),
             str(getattr(info, "version", "") or ""),
-            resources=resources,
-            templates=templates,
-            prompts=prompts,
+            resources=found.get("resources", []),
+            templates=found.get("resource_templates", []),
+            prompts=found.get("prompts", []),
             # At 2026-07-28 a server tells of changes on a listen stream, not asked here.
             subscribe=not self.modern
             and caps is not None

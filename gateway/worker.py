@@ -20,7 +20,8 @@ as for a plugin in process), and the answers come in the request made again
 - :data:`LOAD` hands the plugin its settings: the tables and variables it asks for (it answers
   ``{"needs": ...}`` until it has them all, see :class:`WorkerConfig`), and the deployment's
   data roots, ``read_only`` and time limits; it answers ``{"loaded": ...}`` (its health checks)
-  or ``{"failed": ...}`` (why, as an in-process load failure reads);
+  or ``{"failed": ...}`` (why, as an in-process load failure reads). The first worker of a
+  start is handed its settings before ``initialize``, while the gateway still starts;
 - :data:`HEALTH` runs one of its health checks;
 - :data:`CALLS` names the calls still running (the gateway ends a worker that does not give a
   cancelled call up).
@@ -216,23 +217,7 @@ class Worker:
                 return False
             method, ident = message.get("method"), message.get("id")
             if method == "initialize":
-                self._write(
-                    _result(
-                        ident,
-                        {
-                            "protocolVersion": PROTOCOL,
-                            "capabilities": {
-                                "tools": {},
-                                "prompts": {},
-                                # Whether each resource is, its listing says.
-                                "resources": {"subscribe": True},
-                                "completions": {},
-                                "logging": {},
-                            },
-                            "serverInfo": {"name": self.name, "version": self._version},
-                        },
-                    )
-                )
+                self._write(_result(ident, self._initialized()))
             elif method == "ping":
                 self._write(_result(ident, {}))
             elif method == LOAD and ident is not None:
@@ -241,6 +226,23 @@ class Worker:
                 return True
             elif ident is not None and method is not None:
                 self._write(_error(ident, NOT_LOADED, "the plugin is not loaded yet"))
+
+    def _initialized(self) -> dict[str, Any]:
+        """The ``initialize`` result: before its LOAD (a worker started again), or after it (the
+        first, handed its settings before the gateway's event loop ran: see
+        :class:`gateway.isolation.FirstLoad`)."""
+        return {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {
+                "tools": {},
+                "prompts": {},
+                # Whether each resource is, its listing says.
+                "resources": {"subscribe": True},
+                "completions": {},
+                "logging": {},
+            },
+            "serverInfo": {"name": self.name, "version": self._version},
+        }
 
     def _settings(self, params: Mapping[str, Any]) -> WorkerConfig:
         base = params.get("config") or {}
@@ -426,7 +428,7 @@ class Worker:
         elif method == CALLS:
             await self._send(_result(ident, {"running": [c for c, _ in self._running.values()]}))
         elif method == "initialize":
-            await self._send(_error(ident, -32600, "already initialized"))
+            await self._send(_result(ident, self._initialized()))
         elif method not in _SERVED:
             await self._send(_error(ident, METHOD_NOT_FOUND, f"Method not found: {method}"))
         elif not loaded:

@@ -206,6 +206,30 @@ async def test_a_worker_is_handed_only_its_own_settings_and_environment(iso, plu
     assert seen["pid"] != os.getpid()
 
 
+def test_a_worker_is_handed_its_settings_before_the_event_loop_runs(iso, plugin_site, tmp_path):
+    # Most of a start after the plugins load is the SDK's import: the worker loads meanwhile,
+    # so the first listing waits for no LOAD round trip (issue 39's start-up target).
+    plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
+    gw = _gateway(tmp_path, ["iso", "svc"], ["iso"])
+    first = _worker(gw, "iso").first_load
+    assert first is not None
+    # No event loop has touched the worker: this one only waits for the thread to end.
+    assert anyio.run(first.finished) == b""
+    answer = first.answer()
+    # It asked for its table and variables, was handed them (not svc's), and loaded.
+    assert answer is not None and "loaded" in answer, answer
+    assert _worker(gw, "iso").handed["env"] == {"ISO_GREETING": "hi", "ISO_TOKEN": SECRET}
+
+    async def serve() -> dict[str, Any]:
+        async with gw:
+            return (await gw.call("iso_env", {})).payload
+
+    seen = anyio.run(serve)
+    # The connection took that load (the worker would refuse a second one): its settings hold.
+    assert seen["greeting"] == "hi" and seen["token_length"] == len(SECRET)
+    assert seen["shared_url"] is None
+
+
 async def test_what_an_isolated_plugin_writes_is_cleaned_of_its_secrets(iso, tmp_path, caplog):
     gw = _gateway(tmp_path, ["iso"], ["iso"])
     async with gw:
