@@ -25,6 +25,10 @@ from typing import Any, Literal
 #: A tool result, a prompt's messages or a resource's contents may be at most this large as
 #: JSON (base64 included): a mounted server's message has the same limit.
 MAX_CONTENT_BYTES = 8 * 1024 * 1024
+#: One message from a server (a mounted one, a plugin's worker) may be at most this long: a
+#: line on stdio, an event over HTTP. Here, not in :mod:`gateway.upstream`, so that a worker,
+#: which must not send more, learns it without importing the client side.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 #: A tool result or a prompt holds at most this many content blocks.
 MAX_BLOCKS = 1000
 

@@ -41,6 +41,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+# MAX_MESSAGE_BYTES: one message from a server may be at most this long (a line on stdio, an
+# event over HTTP); a server that sends more is stopped and started again: it floods, or it is
+# not an MCP server.
+from .content import MAX_MESSAGE_BYTES
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .inputs import (
     CALL,
@@ -61,9 +65,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.upstream")
 
-#: One message from a server may be at most this long (a line on stdio, an event over HTTP); a
-#: server that sends more is stopped and started again: it floods, or it is not an MCP server.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 #: A line a server writes to stderr is logged up to this many characters.
 MAX_STDERR_LINE = 1000
 #: Restarts wait this long at first, doubling up to RESTART_MAX; a server that stayed up for
