@@ -650,11 +650,7 @@ class Runner:
             return self._asking(tool, asked)
         text = _dumps(result)
         if len(text) > MAX_CONTENT_BYTES:
-            raise GatewayError(
-                ErrorCode.INTERNAL_ERROR,
-                f"tool {tool.name!r} returned {len(text) // (1024 * 1024)} MB of content, over "
-                f"the {MAX_CONTENT_BYTES // (1024 * 1024)} MB a result may have",
-            )
+            raise result_too_large(tool.name, len(text), MAX_CONTENT_BYTES)
         if encodable(text) is not text:
             result = encodable_data(result)
             text = _dumps(result)
@@ -712,6 +708,16 @@ class Runner:
             f"tool {tool.name!r} failed unexpectedly; report the correlation_id: the "
             "gateway log has the details under it",
         )
+
+
+def result_too_large(tool: str, size: int, limit: int) -> GatewayError:
+    """A result of ``tool`` of ``size`` bytes, over the ``limit`` it may have: the client's
+    error, here and in a plugin's worker (whose answer the gateway takes up to its own limit)."""
+    return GatewayError(
+        ErrorCode.INTERNAL_ERROR,
+        f"tool {tool!r} returned {size // (1024 * 1024)} MB of content, over the "
+        f"{limit // (1024 * 1024)} MB a result may have",
+    )
 
 
 def _frames(exc: BaseException) -> str:

@@ -277,10 +277,16 @@ async def render_messages(
         log.error(
             "prompt=%s render failed: %s: %s", prompt.name, type(exc).__name__, sanitizer(str(exc))
         )
-        raise GatewayError(
-            ErrorCode.INTERNAL_ERROR,
-            f"prompt {prompt.name!r} could not be rendered; the gateway log has the details",
-        ) from None
+        raise not_rendered(prompt.name) from None
+
+
+def not_rendered(name: str) -> GatewayError:
+    """The client's error of a prompt whose render failed (or rendered too much): the detail
+    is in the log only."""
+    return GatewayError(
+        ErrorCode.INTERNAL_ERROR,
+        f"prompt {name!r} could not be rendered; the gateway log has the details",
+    )
 
 
 def _messages(rendered: object, sanitizer: Sanitizer) -> list[dict[str, Any]]:

@@ -322,12 +322,18 @@ def read_result(
         result["ttlMs"] = int(cache_ttl * 1000)
     size = len(json.dumps(result, ensure_ascii=False))
     if size > MAX_CONTENT_BYTES:
-        raise GatewayError(
-            ErrorCode.INTERNAL_ERROR,
-            f"resource {uri[:200]} is {size // (1024 * 1024)} MB, over the "
-            f"{MAX_CONTENT_BYTES // (1024 * 1024)} MB a read may return",
-        )
+        raise read_too_large(uri, size, MAX_CONTENT_BYTES)
     return result
+
+
+def read_too_large(uri: str, size: int, limit: int) -> GatewayError:
+    """A read of ``uri`` of ``size`` bytes, over the ``limit`` it may return: the client's
+    error, here and in a plugin's worker (whose answer the gateway takes up to its own limit)."""
+    return GatewayError(
+        ErrorCode.INTERNAL_ERROR,
+        f"resource {uri[:200]} is {size // (1024 * 1024)} MB, over the "
+        f"{limit // (1024 * 1024)} MB a read may return",
+    )
 
 
 class ResourceRegistry:
