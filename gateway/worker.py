@@ -26,6 +26,10 @@ as for a plugin in process), and the answers come in the request made again
 - :data:`CALLS` names the calls still running (the gateway ends a worker that does not give a
   cancelled call up).
 
+An answer is at most the gateway's :data:`~gateway.content.MAX_MESSAGE_BYTES` long (it ends a
+worker that sends more, and every call running there): one that would be longer is that
+request's error instead (see :meth:`Worker._send`).
+
 No MCP SDK is imported here: its server alone takes longer to import than the gateway takes to
 start, and a worker must be ready when the gateway is. What the gateway needs of the protocol
 is small, and it checks every answer itself.
@@ -45,10 +49,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, PrivateAttr
 
 from .config import GatewayConfig, field_env_names
+from .content import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     import anyio.abc
 
+    from .errors import GatewayError
     from .inputs import InputRequired, Inputs
     from .pipeline import CallResult
     from .plugins import PluginLoader, PluginSource
@@ -114,6 +120,22 @@ def _error(ident: Any, code: int, message: str, data: Any = None) -> dict[str, A
 
 def _result(ident: Any, result: Mapping[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+def _failure(ident: Any, err: GatewayError) -> dict[str, Any]:
+    """The gateway's error a request raised, said so that the gateway takes it as raised there
+    (:func:`gateway.isolation._said`)."""
+    from .errors import ErrorCode
+
+    said = {
+        "code": err.code.value,
+        "message": err.message,
+        "retryable": err.retryable,
+        "details": err.details,
+        "backend_down": err.backend_down,
+    }
+    code = INTERNAL if err.code is ErrorCode.INTERNAL_ERROR else INVALID_PARAMS
+    return _error(ident, code, err.message, {PRIVATE: said})
 
 
 class Worker:
@@ -408,8 +430,30 @@ class Worker:
                 await self.loader.close_resources()
             out.close()
 
-    async def _send(self, message: Mapping[str, Any]) -> None:
-        await self._out.write(_line(message))
+    async def _send(
+        self, message: Mapping[str, Any], request: tuple[str, Mapping[str, Any]] | None = None
+    ) -> None:
+        """Write one message. An answer (to ``request``: its method and params) longer than
+        the gateway takes would end this worker, and every call running in it: that request
+        is answered with its error instead, worded as the same plugin's in process is when
+        its answer is over the bound there."""
+        line = _line(message)
+        ident = message.get("id")
+        # The gateway's bound is of the line without its end.
+        if len(line) - 1 > MAX_MESSAGE_BYTES and ident is not None:
+            method, params = request or ("a request", {})
+            err = _too_large(method, params, len(line) - 1)
+            log.warning(
+                "%s (correlation_id=%s) answered %d bytes, over the %d the gateway takes: "
+                "answered %s instead",
+                method,
+                self._running[ident][0] if ident in self._running else "-",
+                len(line) - 1,
+                MAX_MESSAGE_BYTES,
+                err.code.value,
+            )
+            line = _line(_failure(ident, err))
+        await self._out.write(line)
 
     async def _dispatch(
         self, tg: anyio.abc.TaskGroup, message: dict[str, Any], loaded: bool
@@ -434,7 +478,8 @@ class Worker:
         elif not loaded:
             await self._send(_error(ident, NOT_LOADED, "the plugin did not load"))
         elif method in _LISTS:
-            await self._send(_result(ident, {_LISTS[method]: self._listed(method)}))
+            listed = {_LISTS[method]: self._listed(method)}
+            await self._send(_result(ident, listed), (method, params))
         elif method in _SUBSCRIPTIONS:
             await self._send(await self._subscription(ident, method, params))
         else:
@@ -445,7 +490,7 @@ class Worker:
                 "completion/complete": self._complete,
                 HEALTH: self._health,
             }[method]
-            tg.start_soon(self._answering, serve, ident, params)
+            tg.start_soon(self._answering, serve, ident, method, params)
 
     def _tools(self) -> list[dict[str, Any]]:
         """Each tool as the gateway publishes it in process (its registry's derived form), with
@@ -539,13 +584,14 @@ class Worker:
         self,
         serve: Callable[[Any, dict[str, Any]], Any],
         ident: Any,
+        method: str,
         params: dict[str, Any],
     ) -> None:
         """Run one request, cancellable by the gateway (its timeout, the client's
         cancellation); what it answers, or the gateway's error it raised, is sent."""
         import anyio
 
-        from .errors import ErrorCode, GatewayError
+        from .errors import GatewayError
 
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         assert isinstance(meta, dict)
@@ -557,17 +603,9 @@ class Worker:
             try:
                 answer = await serve(cid, params)
             except GatewayError as err:
-                said = {
-                    "code": err.code.value,
-                    "message": err.message,
-                    "retryable": err.retryable,
-                    "details": err.details,
-                    "backend_down": err.backend_down,
-                }
-                code = INTERNAL if err.code is ErrorCode.INTERNAL_ERROR else INVALID_PARAMS
-                await self._send(_error(ident, code, err.message, {PRIVATE: said}))
+                await self._send(_failure(ident, err), (method, params))
             else:
-                await self._send(_result(ident, answer))
+                await self._send(_result(ident, answer), (method, params))
             finally:
                 self._running.pop(ident, None)
 
@@ -781,6 +819,28 @@ def _asking(asked: InputRequired) -> dict[str, Any]:
     if asked.state is not None:
         out["requestState"] = asked.state
     return out
+
+
+def _too_large(method: str, params: Mapping[str, Any], size: int) -> GatewayError:
+    """The error of a request whose answer is ``size`` bytes, over what the gateway takes from
+    a worker: a tool's result, a resource's read or a prompt's messages as the gateway words
+    one over its bound in process."""
+    from .errors import ErrorCode, GatewayError
+    from .pipeline import result_too_large
+    from .prompts import not_rendered
+    from .resources import read_too_large
+
+    if method == "tools/call":
+        return result_too_large(str(params.get("name")), size, MAX_MESSAGE_BYTES)
+    if method == "resources/read":
+        return read_too_large(str(params.get("uri")), size, MAX_MESSAGE_BYTES)
+    if method == "prompts/get":
+        return not_rendered(str(params.get("name")))
+    return GatewayError(
+        ErrorCode.INTERNAL_ERROR,
+        f"the answer to {method[:80]} is {size // (1024 * 1024)} MB, over the "
+        f"{MAX_MESSAGE_BYTES // (1024 * 1024)} MB the gateway takes from a plugin's worker",
+    )
 
 
 def _answer(result: CallResult) -> dict[str, Any]:

@@ -816,3 +816,75 @@ def register_tools(register):
                       handler=done, tier=Tier.MUTATION,
                       mutation=Mutation("changes", "nothing", True, True, False)))
 """
+
+
+#: Answers longer than the gateway takes from a worker (8 MB a line) that a plugin in process
+#: gives: a JSON result (in a worker, its text and its structuredContent), content and a read
+#: of two-byte characters (bounded in characters in process), a prompt just within its bound;
+#: and what is over the bound in process too. ``big_wait`` runs until ``big_release``.
+OVERSIZED = """
+from __future__ import annotations
+import os
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+from gateway import (PromptSpec, ResourceSpec, Tier, ToolResult, ToolSpec, hookimpl, image,
+                     message, text)
+from gateway.content import MAX_CONTENT_BYTES, json_size
+
+MB = 1024 * 1024
+RELEASED = []
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mb: int = Field(0, ge=0, le=20)
+    char: str = Field("x", min_length=1, max_length=1)
+
+class Empty(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+def _chars(args):
+    return args.char * (args.mb * MB // len(args.char.encode()))
+
+async def as_json(args, ctx):
+    return {"blob": _chars(args)}
+
+async def as_content(args, ctx):
+    return ToolResult([text(_chars(args))])
+
+async def wait(args, ctx):
+    await ctx.progress(0, None, "waiting")
+    while not RELEASED:
+        await anyio.sleep(0.01)
+    return {"pid": os.getpid()}
+
+async def release(args, ctx):
+    RELEASED.append(True)
+    return {"pid": os.getpid()}
+
+async def accented(ctx):
+    return "\\u00e9" * (9 * MB // 2)
+
+async def ascii(ctx):
+    return "x" * (9 * MB)
+
+def full(args, ctx):
+    # As much as a prompt's messages may be in process (base64 comes in fours).
+    room = MAX_CONTENT_BYTES - json_size([message(image(b"", "image/png")).wire()])
+    return [message(image(bytes(room // 4 * 3), "image/png"))]
+
+@hookimpl
+def register_tools(register):
+    for name, handler, model in (("big_json", as_json, In), ("big_content", as_content, In),
+                                 ("big_wait", wait, Empty), ("big_release", release, Empty)):
+        register(ToolSpec(name=name, description="Big.", input_model=model, handler=handler,
+                          tier=Tier.READ))
+
+@hookimpl
+def register_prompts(register):
+    register(PromptSpec(name="big_prompt", description="Big.", arguments=Empty, render=full))
+
+@hookimpl
+def register_resources(register):
+    register(ResourceSpec(uri="big://accented", name="accented", read=accented))
+    register(ResourceSpec(uri="big://ascii", name="ascii", read=ascii))
+"""

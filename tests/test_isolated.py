@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from typing import Any
 import anyio
 import pytest
 from conftest import gateway_env
-from fixture_plugins import FAULTS, GOOD, HAZARDS, ISOLATED, PATCHER, SVC, TAMPERER
-from mcp import Client, StdioServerParameters
+from fixture_plugins import FAULTS, GOOD, HAZARDS, ISOLATED, OVERSIZED, PATCHER, SVC, TAMPERER
+from mcp import Client, MCPError, StdioServerParameters
 from test_stopping import HOOKS, RAISES, _raising_plugin
 from wire import run_cli
 
@@ -284,6 +285,110 @@ async def test_whatever_an_isolated_handler_raises_is_an_internal_error(plugin_s
             result = await gw.call(tool)
             assert result.code == "INTERNAL_ERROR", (tool, result.payload)
         assert _pid(gw, "faults") == pid  # the worker itself went on
+
+
+@pytest.fixture
+def oversized(plugin_site: Any) -> None:
+    plugin_site("gwfx-big", {"big": "gwfx_big"}, {"gwfx_big": OVERSIZED})
+
+
+async def test_an_answer_longer_than_the_gateway_takes_costs_only_that_call(
+    oversized, tmp_path, caplog
+):
+    # The gateway stops a worker that writes a line over 8 MB, and with it every call running
+    # there: the worker answers such a call with its error instead, and goes on.
+    gw = make_gateway(plugins=["big"], isolate=["big"], cwd=tmp_path)
+    async with gw:
+        pid = _pid(gw, "big")
+        waiting = anyio.Event()
+        answers: dict[str, Any] = {}
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            waiting.set()
+
+        async def alongside() -> None:
+            answers["wait"] = await gw.call("big_wait", {}, progress=progress)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(alongside)
+            with anyio.fail_after(30):
+                await waiting.wait()  # big_wait runs in the worker
+            answers["json"] = await gw.call("big_json", {"mb": 9})
+            answers["content"] = await gw.call("big_content", {"mb": 9, "char": "é"})
+            answers["read"] = await gw.read_resource("big://accented")
+            answers["release"] = await gw.call("big_release", {})
+        assert _pid(gw, "big") == pid
+        restarts = _worker(gw, "big").upstream.restarts  # type: ignore[union-attr]
+    for key in ("json", "content", "read"):
+        assert answers[key].code == "INTERNAL_ERROR", (key, answers[key].payload)
+    said = answers["json"].payload["error"]["message"]
+    assert said == "tool 'big_json' returned 18 MB of content, over the 8 MB a result may have"
+    assert answers["wait"].payload == answers["release"].payload == {"pid": pid}
+    assert restarts == 0
+    assert not any("over 8 MB; the gateway stopped it" in r.getMessage() for r in caplog.records)
+    # The log says why, under the call's correlation id.
+    cid = answers["json"].correlation_id
+    assert any(
+        cid in r.getMessage() and "over the 8388608 the gateway takes" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
+
+
+async def _oversized_answers(gw: Gateway) -> dict[str, Any]:
+    """Each answer's error (without its correlation id), or ``"ok"``."""
+    out: dict[str, Any] = {}
+    async with gateway_client(gw) as client:
+        for name, args in (
+            ("big_json", {"mb": 9}),
+            ("big_content", {"mb": 9}),
+            ("big_content", {"mb": 9, "char": "é"}),
+        ):
+            result = await client.call_tool(name, args)
+            error = tool_error(result) if result.is_error else "ok"
+            if isinstance(error, dict):
+                error.pop("correlation_id", None)
+            out[f"{name} {args}"] = error
+        for uri in ("big://ascii", "big://accented"):
+            try:
+                await client.read_resource(uri)
+                out[uri] = "ok"
+            except MCPError as exc:
+                out[uri] = str(exc)
+        try:
+            await client.get_prompt("big_prompt", {})
+            out["prompt"] = "ok"
+        except MCPError as exc:
+            out["prompt"] = str(exc)
+    return out
+
+
+async def test_an_answer_too_long_for_a_worker_is_the_error_a_plugin_gives_over_its_bound(
+    oversized, tmp_path
+):
+    # A worker's answer is the result as the client would get it: what the gateway refuses in
+    # process (over 8 MB of JSON) is refused in the worker alike. What passes in process but
+    # is too long for the worker's one line (a JSON result is sent twice there, as its text and
+    # as structuredContent; characters of two bytes count once in process) is answered with
+    # the same error as a result over the bound in process: its size and name aside.
+    here = await _oversized_answers(_gateway(tmp_path / "a", ["big"], "none"))
+    there = await _oversized_answers(_gateway(tmp_path / "b", ["big"], ["big"]))
+    over_in_process = {k: v for k, v in here.items() if v != "ok"}
+    assert sorted(over_in_process) == ["big://ascii", "big_content {'mb': 9}"]
+    assert {k: there[k] for k in over_in_process} == over_in_process
+
+    def sizeless(said: Any) -> Any:
+        return json.loads(
+            re.sub(r"(tool|resource) \S+ (returned|is) \d+ MB", r"\1 … \2 N MB", json.dumps(said))
+        )
+
+    content_over = sizeless(here["big_content {'mb': 9}"])
+    assert content_over["code"] == "INTERNAL_ERROR" and content_over["retryable"] is False
+    assert sizeless(there["big_json {'mb': 9}"]) == content_over
+    assert sizeless(there["big_content {'mb': 9, 'char': 'é'}"]) == content_over
+    assert sizeless(there["big://accented"]) == sizeless(here["big://ascii"])
+    assert there["prompt"] == (
+        "INTERNAL_ERROR: prompt 'big_prompt' could not be rendered; the gateway log has the details"
+    )
 
 
 @pytest.fixture
