@@ -67,7 +67,8 @@ def _scan(group: str) -> list[InstalledPlugin]:
     found = []
     for ep in md.entry_points(group=group):
         dist = getattr(ep, "dist", None)
-        meta = _HeaderOnly(dist).metadata if dist is not None else None
+        # An email.message.Message underneath (its .get is not in the PackageMetadata protocol)
+        meta: Any = _HeaderOnly(dist).metadata if dist is not None else None
         found.append(
             InstalledPlugin(
                 name=ep.name,
