@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -45,12 +45,14 @@ from .errors import (
 from .health import HealthMonitor
 from .inputs import NO_INPUTS, InputRequired, Inputs, MissingCapability
 from .lifecycle import plugin_fault
-from .limits import Limiter
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .spec import LogFn, ProgressFn, Tier
 from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL
+
+if TYPE_CHECKING:  # built (and imported) only when the deployment sets a limit: see app.py
+    from .limits import Limiter
 
 log = logging.getLogger("gateway.pipeline")
 
