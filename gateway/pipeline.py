@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # built (and imported) only when the deployment sets a limit:
 log = logging.getLogger("gateway.pipeline")
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class CallState:
     """What the pipeline learns about one running call from the code it runs: code deeper
     down (the REST client) records what it was doing when the call was cut off, so a tool
@@ -141,7 +141,7 @@ MAX_UPSTREAM_ERROR_TEXT = 2000
 MAX_LOG_CHARS = 1000
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Call:
     """One ``tools/call`` as it passes down the layers: what the client sent, and what the
     layers learned on the way (the tool, the validated arguments, the correlation id)."""

@@ -129,7 +129,7 @@ def _store_error(exc: sqlite3.Error) -> StoreError:
     return StoreError(f"database error ({name})")
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class _Snapshot:
     """What the main file looked like before a lock-free (``immutable``) read."""
 

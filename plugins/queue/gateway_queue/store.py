@@ -560,7 +560,7 @@ def _row_chars(row: tuple[Any, ...]) -> int:
     return sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class _Page:
     """Rows taken for one page: at most ``limit``, and no more characters than ``left``
     (except the first row, so that every page moves on)."""
