@@ -35,6 +35,7 @@ LIST_TOOLS = textwrap.dedent(
             "numpy": "numpy" in sys.modules,
             "run": "gateway_scrape.run" in sys.modules,
             "preflight": "gateway_scrape.preflight" in sys.modules,
+            "store": "gateway_queue.store" in sys.modules,
         }))
 
     anyio.run(main)
@@ -44,7 +45,7 @@ LIST_TOOLS = textwrap.dedent(
 
 def test_listing_tools_imports_neither_jobspy_nor_pandas_nor_the_runs_code(tmp_path):
     """A start registers the tool and lists it; the run's modules (the run, its DNS
-    preflight) come with the first scrape, which the other tests make."""
+    preflight, the queue's store) come with the first scrape, which the other tests make."""
     proc = subprocess.run(
         [sys.executable, "-c", LIST_TOOLS],
         cwd=tmp_path,
@@ -56,7 +57,7 @@ def test_listing_tools_imports_neither_jobspy_nor_pandas_nor_the_runs_code(tmp_p
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["scrape"] == "loaded" and "scrape_jobs" in out["tools"]
     assert out == {**out, "jobspy": False, "pandas": False, "numpy": False}
-    assert out == {**out, "run": False, "preflight": False}
+    assert out == {**out, "run": False, "preflight": False, "store": False}
 
 
 # Runs scrape_jobs in a child process: term "small" (10 rows), then term "big" (1,500 rows).
