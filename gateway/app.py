@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,14 +20,12 @@ from .audit import build_audit_trail
 from .auth.identity import Identity, current_caller
 from .backends import BackendHub
 from .config import GatewayConfig, ToolNames, load_config, unexpanded_problem
-from .deployment import read_variables
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor, HealthResult
 from .hookspecs import hookimpl
 from .inputs import NO_INPUTS, InputRequired, Inputs
 from .instructions import build_instructions
 from .isolation import Workers
-from .limits import build_limiter
 from .mounts import Mounts
 from .pipeline import CallResult, Pipeline, build_pipeline
 from .plugins import (
@@ -62,6 +60,9 @@ from .spec import (
     ToolSpec,
 )
 from .telemetry import Telemetry, build_telemetry, header_secrets
+
+if TYPE_CHECKING:
+    from .limits import Limiter
 
 __all__ = [
     "BUILTIN",
@@ -185,7 +186,11 @@ class Gateway:
         #: the audit sinks and the per-caller limits (``None``: no limit), built before the
         #: built-in plugin registers their health checks; nothing connects yet
         self.audit = build_audit_trail(config)
-        self.limiter = build_limiter(config)
+        self.limiter: Limiter | None = None
+        if config.limit_calls_per_minute or config.limit_mutations_per_minute:
+            from .limits import build_limiter  # most deployments set no limit: not imported
+
+            self.limiter = build_limiter(config)
         #: the plugins that run in a worker process of their own (``isolate``)
         self.workers = Workers(
             config,
@@ -762,6 +767,8 @@ class Gateway:
             ]
             + [f"{r.plugin}/{r.name}: {r.status}: {r.detail or ''}".rstrip(": ") for r in failing]
         )
+        from .deployment import read_variables  # for this report only, not for a start
+
         read = read_variables(self)
         for variable, name in self.config.unexpanded.items():
             line = self.sanitizer(unexpanded_problem(variable, name))

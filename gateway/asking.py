@@ -85,7 +85,7 @@ class LogLevel:
         return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.level)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Exchange:
     """One request's dealings with its client."""
 
@@ -358,7 +358,7 @@ def _gone() -> MCPError:
     )
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class ParkedCall(Generic[R]):
     """One call running apart from the requests of its client, and what it was asked."""
 

@@ -27,7 +27,7 @@ class BackendConflict(Exception):
     """A plugin declares a backend name already declared differently."""
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class _Entry:
     backend: Backend
     settings: Any

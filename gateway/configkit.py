@@ -8,7 +8,6 @@ these without importing it; :mod:`gateway.config` re-exports them.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -234,6 +233,8 @@ class TomlLines:
 
 def closest(word: str, choices: Iterable[str], *, template: str = "{}", upper: bool = False) -> str:
     """``"; did you mean <name>?"`` for the valid name nearest ``word``, or ``""``."""
+    import difflib  # only a mistake needs it: a start that has none skips its import
+
     pool = {c.lower(): c for c in choices}
     match = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
     if not match:

@@ -11,8 +11,10 @@ install distributions, reads again when the installation changed (:func:`forget_
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .hookspecs import ENTRY_POINT_GROUP
 
@@ -45,11 +47,28 @@ def forget_installed() -> None:
     _SCANS.clear()
 
 
+class _HeaderOnly(md.Distribution):
+    """A distribution whose metadata file ends with its header: ``.metadata`` then parses the
+    fields as ``dist.metadata`` does, without the long description after them (often the whole
+    README, and half the scan's time for the three fields the gateway reads)."""
+
+    def __init__(self, dist: md.Distribution) -> None:
+        self._dist = dist
+
+    def read_text(self, filename: str) -> str | None:
+        text = self._dist.read_text(filename)
+        return text.partition("\n\n")[0] + "\n" if text else text
+
+    def locate_file(self, path: str | os.PathLike[str]) -> Any:
+        return self._dist.locate_file(path)
+
+
 def _scan(group: str) -> list[InstalledPlugin]:
     found = []
     for ep in md.entry_points(group=group):
         dist = getattr(ep, "dist", None)
-        meta = dist.metadata if dist is not None else None  # parsed on every access: once
+        # An email.message.Message underneath (its .get is not in the PackageMetadata protocol)
+        meta: Any = _HeaderOnly(dist).metadata if dist is not None else None
         found.append(
             InstalledPlugin(
                 name=ep.name,

@@ -195,7 +195,7 @@ class UpstreamArguments(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class MountedTool(RegisteredTool):
     """A tool of a mounted server: validated by the server's own ``inputSchema`` (by the draft
     its ``$schema`` names), called upstream by its own name."""
@@ -272,7 +272,7 @@ def mounted_tool(
 # --- records ------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class ServerRecord(PluginRecord):
     """A mounted server, reported among the plugins (``mcp-gateway plugins``, ``gateway_status``)."""
 
@@ -317,7 +317,7 @@ class ServerRecord(PluginRecord):
         return out
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Screened:
     tools: list[MountedTool] = field(default_factory=list)
     held: dict[str, str] = field(default_factory=dict)

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -45,17 +45,19 @@ from .errors import (
 from .health import HealthMonitor
 from .inputs import NO_INPUTS, InputRequired, Inputs, MissingCapability
 from .lifecycle import plugin_fault
-from .limits import Limiter
 from .policy import Policy
 from .registry import RegisteredTool, Registry
 from .spec import LogFn, ProgressFn, Tier
 from .telemetry import CallTrace, Telemetry
 from .telemetry.scopes import NO_CALL
 
+if TYPE_CHECKING:  # built (and imported) only when the deployment sets a limit: see app.py
+    from .limits import Limiter
+
 log = logging.getLogger("gateway.pipeline")
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class CallState:
     """What the pipeline learns about one running call from the code it runs: code deeper
     down (the REST client) records what it was doing when the call was cut off, so a tool
@@ -139,7 +141,7 @@ MAX_UPSTREAM_ERROR_TEXT = 2000
 MAX_LOG_CHARS = 1000
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Call:
     """One ``tools/call`` as it passes down the layers: what the client sent, and what the
     layers learned on the way (the tool, the validated arguments, the correlation id)."""

@@ -230,7 +230,7 @@ async def maybe_await(value: Any) -> Any:
     return value
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class _Declared:
     """What one plugin's register hooks handed over, built and checked."""
 

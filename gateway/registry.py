@@ -325,12 +325,20 @@ _DEF_PREFIX = "#/$defs/"
 
 
 def _refs(node: Any) -> set[str]:
-    if isinstance(node, list):
-        return set().union(*(_refs(v) for v in node)) if node else set()
-    if not isinstance(node, dict):
-        return set()
-    found = {node["$ref"].removeprefix(_DEF_PREFIX)} if isinstance(node.get("$ref"), str) else set()
-    return found.union(*(_refs(v) for v in node.values()))
+    """The definitions ``node`` refers to, however deep (one set filled as the walk goes:
+    building a set per node and joining them took most of a start's schema compaction)."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref.removeprefix(_DEF_PREFIX))
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return found
 
 
 def _recursive_defs(defs: dict[str, Any]) -> set[str]:
@@ -522,7 +530,8 @@ class _Schemas(GenerateJsonSchema):
 _OWN_JSON = (str, int, bool, type(None))
 
 
-def _schema_of(model: type[BaseModel], cache: SchemaCache | None = None) -> dict[str, Any]:
+def _shared_schema(model: type[BaseModel], cache: SchemaCache | None = None) -> dict[str, Any]:
+    """``model``'s compact schema as this process keeps it: a caller copies before changing it."""
     found = _SCHEMAS.get(model)
     if found is None:
         key, generated = cache.get(model) if cache is not None else (None, None)
@@ -531,8 +540,7 @@ def _schema_of(model: type[BaseModel], cache: SchemaCache | None = None) -> dict
             if key is not None and cache is not None:
                 cache.put(key, generated)
         found = _SCHEMAS[model] = compact_schema(generated)
-    copied: dict[str, Any] = _copied(found)  # callers own what they get
-    return copied
+    return found
 
 
 def _copied(value: Any) -> Any:
@@ -553,10 +561,14 @@ def build_tool(
     tier = validate_spec(spec)
     where = declared_at("tool", spec.name, spec.function)
     try:
-        model_schema = _schema_of(spec.input_model, schemas)
-        output_schema = _schema_of(spec.output_model, schemas) if spec.output_model else None
+        model_schema = _shared_schema(spec.input_model, schemas)
+        output_schema = (
+            _copied(_shared_schema(spec.output_model, schemas)) if spec.output_model else None
+        )
     except Exception as exc:  # pydantic raises several kinds for unschematizable models
         raise RegistrationError(f"{where}: schema cannot be generated ({exc})") from None
+    # A tool owns its schemas: optional_without_null builds every dict and list anew, so the
+    # input schema needs no copy of its own (the output schema gets one).
     input_schema = optional_without_null(model_schema)
     if input_schema.get("type") != "object":
         raise RegistrationError(f"{where}: input schema root must be an object")

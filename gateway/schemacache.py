@@ -188,7 +188,9 @@ _FINGERPRINTS: weakref.WeakKeyDictionary[type, str | None] = weakref.WeakKeyDict
 
 
 def _digest(tree: Any) -> str:
-    text = json.dumps([_PREFIX, tree], separators=(",", ":"))
+    # No check for cycles (a third of the encoding's time): a tree holds a nested model by
+    # its digest and a recursive one as ["cycle", n], so it never refers to itself.
+    text = json.dumps([_PREFIX, tree], separators=(",", ":"), check_circular=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

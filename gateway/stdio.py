@@ -39,7 +39,7 @@ def _dup_private(fd: int) -> int:
     return os.dup(fd)  # pragma: no cover - Windows
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Wire:
     """The real stdin and stdout, for the protocol only."""
 

@@ -347,6 +347,50 @@ def test_importing_the_command_imports_neither_pydantic_nor_the_api_nor_the_sdk(
     assert json.loads(run.stdout) == ["gateway", "gateway.cli", "gateway.configkit"]
 
 
+FEATURE_MODULES = ("difflib", "gateway.limits", "gateway.deployment")
+
+STARTED_WITHOUT_THOSE_FEATURES = """
+import json, sys, anyio
+from gateway import cli
+from gateway.config import load_config
+from gateway.server import build_server
+config = load_config(None)
+gateway = cli._build(config, traced=True)
+build_server(gateway)
+async def main():
+    async with gateway:
+        started = sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)
+        status = await gateway.call("gateway_status", {"check_health": False})
+    print(json.dumps([started, status.is_error, gateway.limiter is not None]))
+    print(json.dumps(sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)))
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("limited", [False, True])
+def test_a_start_imports_the_modules_of_unused_features_only_on_use(tmp_path, limited):
+    """What a start without a configuration mistake, a limit or a status report does not use
+    is not imported by it (difflib for \"did you mean\", the limits, the status report's
+    variables): each is imported where it is used, and works then."""
+    env = gateway_env(MCP_GATEWAY_PLUGINS="gateway")
+    if limited:
+        env["MCP_GATEWAY_LIMIT_CALLS_PER_MINUTE"] = "100"
+    run = subprocess.run(
+        [sys.executable, "-c", STARTED_WITHOUT_THOSE_FEATURES, json.dumps(FEATURE_MODULES)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    first, after = (json.loads(line) for line in run.stdout.splitlines()[-2:])
+    started, status_failed, has_limiter = first
+    assert started == (["gateway.limits"] if limited else [])
+    assert status_failed is False and has_limiter is limited
+    assert "gateway.deployment" in after  # the status report read the variables
+
+
 def test_serve_gives_the_collector_back_when_it_stops_before_serving(tmp_path, monkeypatch):
     """A refused `serve` (here --port without --transport http) returns with the collector
     running, as a caller of main() had it."""

@@ -61,3 +61,28 @@ def test_entry_points_rewritten_in_place_are_seen(plugin_site, scans):
     assert ("a_new_name", "gw-renamed") in found and ("old", "gw-renamed") not in found
     names()
     assert len(scans) == 2
+
+
+def test_each_plugin_has_the_name_version_and_summary_of_its_distributions_metadata(
+    plugin_site, tmp_path
+):
+    """The scan reads the metadata's header only (not the long description after it): each
+    installed plugin, and one whose summary is folded over two lines and whose description
+    has header-like lines, gets exactly what the distribution's full metadata holds."""
+    site = plugin_site("gw-meta", {"meta": "gwfx_meta"}, {"gwfx_meta": GOOD})
+    (info,) = site.glob("gw_meta-*.dist-info")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: gw-meta\nVersion: 4.5.6\n"
+        "Summary: a summary\n  folded onto a second line\n\n"
+        "Name: not-this\nVersion: 0\n\nA long description.\n" * 3,
+        encoding="utf-8",
+    )
+    refresh_installed()
+    found = entrypoints.installed_plugins()
+    assert "meta" in [p.name for p in found]
+    by_dist = {d.metadata["Name"]: d.metadata for d in md.distributions()}
+    for plugin in found:
+        meta = by_dist[plugin.distribution]
+        assert (plugin.version, plugin.summary) == (meta["Version"], meta.get("Summary") or "")
+    meta_plugin = next(p for p in found if p.name == "meta")
+    assert (meta_plugin.distribution, meta_plugin.version) == ("gw-meta", "4.5.6")

@@ -616,11 +616,22 @@ def test_gateways_built_in_one_process_never_share_a_schema_object(tmp_path: Pat
         assert tool.output_schema is not None
         return [tool.input_schema, tool.output_schema]
 
+    def mutate(node: Any) -> None:  # every dict and list, however deep: none is shared
+        if isinstance(node, dict):
+            for value in list(node.values()):
+                mutate(value)
+            node.clear()
+            node["mutated"] = True
+        elif isinstance(node, list):
+            for value in node:
+                mutate(value)
+            node.append("mutated")
+
     first = notes_schemas()
     pristine = json.dumps(first, sort_keys=True)
+    assert '"properties": {"' in pristine  # something nested to change
     for schema in first:
-        schema["properties"].clear()
-        schema["mutated"] = True
+        mutate(schema)
     assert json.dumps(notes_schemas(), sort_keys=True) == pristine
 
 

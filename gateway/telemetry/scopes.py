@@ -45,7 +45,7 @@ class Clean:
         return self._sanitizer.redact_secrets(value[:_MAX_INPUT])[:_MAX_NAME]
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Operation:
     """One MCP request being served: its span and what its metric point will say."""
 

@@ -33,7 +33,7 @@ FLOOR = 200
 _MARKER_COST = len("\n" + truncation_marker(100_000, 100_000, hint=" ")) + 40
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class Bounded:
     """A JSON value cut to a budget, and how many of its strings were cut."""
 
@@ -128,7 +128,7 @@ def bound(value: Any, *, budget: int, hint: str, ceiling: int | None = None) -> 
     return Bounded(cut, count[0])
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class BoundedItems:
     """The leading items of a list that fit, their texts cut, and how many were left out."""
 

@@ -16,19 +16,24 @@ from __future__ import annotations
 import logging
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import aiosqlite
 import anyio
 
 from gateway.telemetry import current
+
+if TYPE_CHECKING:
+    # Imported by the first connection (open_connection), not with the plugin: a gateway
+    # start loads this module to register the queue's tools and opens no database then.
+    import sqlite3
+
+    import aiosqlite
 
 log = logging.getLogger("gateway_queue.store")
 
@@ -84,6 +89,15 @@ _BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
 _MISSING_COLUMN = re.compile(r"no such column: (\w{1,64})$")
 
 
+def _sqlite_error() -> type[sqlite3.Error]:
+    """``sqlite3.Error``, what a statement raises: sqlite3 is imported with aiosqlite by the
+    first connection (a statement's error comes after it), so only a gateway that opens the
+    jobs database loads them."""
+    import sqlite3
+
+    return sqlite3.Error
+
+
 def _store_error(exc: sqlite3.Error) -> StoreError:
     """Translate a sqlite3 error into a StoreError whose reason is safe to show."""
     code = getattr(exc, "sqlite_errorcode", None)
@@ -115,7 +129,7 @@ def _store_error(exc: sqlite3.Error) -> StoreError:
     return StoreError(f"database error ({name})")
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class _Snapshot:
     """What the main file looked like before a lock-free (``immutable``) read."""
 
@@ -189,7 +203,7 @@ class Connection:
         with anyio.move_on_after(CLOSE_WAIT_S, shield=True) as scope:
             try:
                 await self._db.close()
-            except (sqlite3.Error, ValueError) as exc:  # already broken: nothing left to keep
+            except (_sqlite_error(), ValueError) as exc:  # already broken: nothing left to keep
                 log.debug("closing a jobs database connection failed: %s", exc)
         if scope.cancelled_caught:
             log.warning(
@@ -210,7 +224,7 @@ class Connection:
             raise StoreError("the database connection is closed")
         try:
             return await run()
-        except sqlite3.Error as exc:
+        except _sqlite_error() as exc:
             raise _store_error(exc) from exc
         except Exception:
             raise
@@ -359,11 +373,13 @@ async def open_connection(
 ) -> Connection:
     # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction is exactly what we
     # say it is. The SQLite busy timeout is one short slice; Connection retries in slices.
+    import aiosqlite
+
     db = aiosqlite.connect(target, uri=uri, timeout=BUSY_SLICE_S, isolation_level=None)
     _run_on_a_reused_thread(db)
     try:
         await db
-    except sqlite3.Error as exc:
+    except _sqlite_error() as exc:
         raise _store_error(exc) from exc
     return Connection(db, busy_timeout=busy_timeout, snapshot=snapshot)
 
@@ -383,6 +399,8 @@ _running = 0  # worker loops serving a connection right now
 
 
 def _worker_loop() -> Callable[[Any], None] | None:
+    import aiosqlite  # imported already: a connection is being opened
+
     loop = getattr(getattr(aiosqlite, "core", None), "_connection_worker_thread", None)
     return loop if callable(loop) else None
 

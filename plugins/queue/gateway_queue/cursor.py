@@ -13,9 +13,10 @@ import base64
 import binascii
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .store import Keyset
+if TYPE_CHECKING:
+    from .store import Keyset
 
 VERSION = 1
 MAX_CURSOR_CHARS = 4096
@@ -74,6 +75,8 @@ def decode_cursor(cursor: str) -> Keyset:
             raise CursorError("bad captured_at") from None
     elif captured is not None and not isinstance(captured, str):
         raise CursorError("bad captured_at")
+    from .store import Keyset  # the store with the first page read, not with the plugin
+
     key = Keyset(captured_at=captured, id=ident)
     if encode_cursor(key) != cursor:  # one spelling per keyset: no equivalent variants
         raise CursorError("not canonical")

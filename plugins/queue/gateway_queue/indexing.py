@@ -15,10 +15,14 @@ import enum
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
-from . import store
+from .table import IndexProgress
+
+if TYPE_CHECKING:
+    pass
 
 #: Seconds between the server's start and the build: start-up and the first calls come first,
 #: and short-lived commands (``mcp-gateway health``, ``call``) end before anything is written.
@@ -47,7 +51,7 @@ class BackgroundIndex:
         self.delay = START_DELAY_S if delay is None else delay
         self.state = IndexState.WAITING
         self.reason: str | None = None
-        self.progress = store.IndexProgress()
+        self.progress = IndexProgress()
         self.took: float | None = None
         self._scope = anyio.CancelScope()
         self._task: asyncio.Task[None] | None = None
@@ -75,8 +79,10 @@ class BackgroundIndex:
 
     async def _run(self) -> None:
         with self._scope:
+            await anyio.sleep(self.delay)  # raises only when cancelled: the scope's to catch
+            from . import store  # after the delay: the start that made this builder skips it
+
             try:
-                await anyio.sleep(self.delay)
                 await self._work()
             except store.StoreError as exc:
                 self.state, self.reason = IndexState.FAILED, exc.reason
@@ -97,6 +103,8 @@ class BackgroundIndex:
             self.state = IndexState.STOPPED
 
     async def _work(self) -> None:
+        from . import store  # imported by _run already
+
         if not self.path.is_file():
             self.state = IndexState.NO_DATABASE  # the first scrape creates it, indexed
             return

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,9 +27,14 @@ from gateway import (
     hookimpl,
 )
 
-from . import prompts, store
+from . import prompts, table
 from .cursor import MAX_CURSOR_CHARS, CursorError, decode_cursor, encode_cursor
 from .indexing import BackgroundIndex
+
+if TYPE_CHECKING:
+    # The store (its code and the SQLite driver, ~4 ms) is imported by the functions that
+    # open the database: a gateway start only declares the tools, and lists them.
+    from . import store
 
 MAX_READ_LIMIT = 1000
 MAX_UPDATES = 100
@@ -42,7 +47,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     db_path: str = env_field(
         "JOBS_DB_PATH",
-        default=store.DEFAULT_DB_PATH,
+        default=table.DEFAULT_DB_PATH,
         description="The jobs database, relative to the working directory (inside the data roots).",
     )
     busy_timeout: float = env_field(
@@ -68,7 +73,7 @@ class Settings(BaseModel):
 _DB_PATH_FIELD = Field(
     None,
     max_length=1024,
-    description=f"Jobs database to use instead of the configured one ({store.DEFAULT_DB_PATH} "
+    description=f"Jobs database to use instead of the configured one ({table.DEFAULT_DB_PATH} "
     "by default); must lie inside the gateway's data roots.",
 )
 
@@ -79,10 +84,10 @@ _DB_PATH_FIELD = Field(
 class ReadArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     limit: int = Field(
-        store.DEFAULT_PAGE_ROWS,
+        table.DEFAULT_PAGE_ROWS,
         strict=True,
         description=f"Batch size: at most this many jobs (1-{MAX_READ_LIMIT}, "
-        f"default {store.DEFAULT_PAGE_ROWS}).",
+        f"default {table.DEFAULT_PAGE_ROWS}).",
         json_schema_extra={"minimum": 1, "maximum": MAX_READ_LIMIT},
     )
     cursor: str | None = Field(
@@ -154,7 +159,7 @@ def _text(value: Any) -> str | None:
 def _job(row: tuple[Any, ...]) -> Job:
     # The values are made exactly what Job declares (int id, str or None), so construct without
     # re-validating 1000 descriptions of ~3 KB per page; the result is dumped from the model.
-    values: dict[str, Any] = {k: _text(v) for k, v in zip(store.JOB_FIELDS, row, strict=True)}
+    values: dict[str, Any] = {k: _text(v) for k, v in zip(table.JOB_FIELDS, row, strict=True)}
     values["id"] = int(row[0])
     return Job.model_construct(**values)
 
@@ -164,6 +169,8 @@ def _resolve(ctx: ToolContext[Settings], db_path: str | None) -> Path:
 
 
 def _db_error(ctx: ToolContext[Settings], path: Path, exc: BaseException) -> GatewayError:
+    from . import store
+
     shown = ctx.plugin.display_path(path)
     if isinstance(exc, FileNotFoundError):
         return GatewayError(
@@ -194,6 +201,8 @@ def _db_error(ctx: ToolContext[Settings], path: Path, exc: BaseException) -> Gat
 
 
 async def bulk_read_new_jobs(args: ReadArgs, ctx: ToolContext[Settings]) -> ReadResult:
+    from . import store
+
     path = _resolve(ctx, args.db_path)
     after = decode_cursor(args.cursor) if args.cursor is not None else None
     try:
@@ -262,11 +271,15 @@ class UpdateResult(BaseModel):
 
 
 async def _apply(path: Path, updates: list[store.StatusUpdate], busy_timeout: float) -> None:
+    from . import store
+
     async with store.connect_existing_writer(path, busy_timeout_s=busy_timeout) as conn:
         await store.update_statuses(conn, updates)
 
 
 async def bulk_update_job_status(args: UpdateArgs, ctx: ToolContext[Settings]) -> UpdateResult:
+    from . import store
+
     path = _resolve(ctx, args.db_path)
     updates = [store.StatusUpdate(id=u.id, status=u.status) for u in args.updates]
     try:
@@ -358,6 +371,8 @@ def register_tools(register: Any) -> None:
 @hookimpl
 def register_health_checks(register: Any, plugin: PluginContext[Settings]) -> None:
     async def jobs_db() -> str:
+        from . import store
+
         path = plugin.resolve_data_path(plugin.settings.db_path, field_name="db_path")
         shown = plugin.display_path(path)
         try:

@@ -33,6 +33,14 @@ from .connection import (
     reader_target,
     require_file,
 )
+from .table import (
+    ALLOWED_STATUSES,
+    DEFAULT_DB_PATH,
+    DEFAULT_PAGE_ROWS,
+    JOB_FIELDS,
+    PAGE_INDEX_STEPS_PER_ROW,
+    IndexProgress,
+)
 
 __all__ = [
     "ALLOWED_STATUSES",
@@ -41,6 +49,7 @@ __all__ = [
     "JOB_FIELDS",
     "MAX_PAGE_CHARS",
     "PAGE_INDEX_NAME",
+    "PAGE_INDEX_STEPS_PER_ROW",
     "Connection",
     "IndexProgress",
     "InitReport",
@@ -67,29 +76,6 @@ __all__ = [
 
 StorePath = str | os.PathLike[str]
 
-ALLOWED_STATUSES: tuple[str, ...] = (
-    "new",
-    "shortlist",
-    "reviewed",
-    "reject",
-    "resume_written",
-    "applied",
-)
-JOB_FIELDS: tuple[str, ...] = (
-    "id",
-    "job_id",
-    "title",
-    "company",
-    "description",
-    "url",
-    "location",
-    "source",
-    "status",
-    "captured_at",
-)
-DEFAULT_DB_PATH = "data/capture/jobs.db"
-#: Jobs in a page when the caller asks for no other number (``bulk_read_new_jobs``' default).
-DEFAULT_PAGE_ROWS = 50
 
 # The legacy schema, verbatim in meaning: existing databases were created with exactly this.
 _CREATE_JOBS = """
@@ -124,9 +110,6 @@ PAGE_INDEX_NAME = "idx_jobs_status_captured_at_id"
 _CREATE_PAGE_INDEX = (
     f"CREATE INDEX IF NOT EXISTS {PAGE_INDEX_NAME} ON jobs(status, captured_at DESC, id DESC)"
 )
-#: Virtual-machine steps SQLite runs per table row while creating the page index (scan, sort,
-#: insert); progress estimates divide the steps seen by this. A test keeps it honest.
-PAGE_INDEX_STEPS_PER_ROW = 11
 _PROGRESS_EVERY_STEPS = 10_000
 
 # Columns the store reads or writes; an existing table lacking one of them is not a jobs table
@@ -315,24 +298,6 @@ async def _bootstrap(conn: Connection, *, report: list[str] | None = None) -> No
         ):
             if name in after and name not in before:
                 report.append(what)
-
-
-@dataclass
-class IndexProgress:
-    """How far a page index creation has come (written from the SQLite thread)."""
-
-    rows: int = 0
-    steps: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-    def fraction(self) -> float | None:
-        """Estimated share done, at most 0.99 until the index is committed."""
-        if self.rows <= 0:
-            return None
-        return min(self.steps / (self.rows * PAGE_INDEX_STEPS_PER_ROW), 0.99)
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
 
 
 async def _create_page_index(conn: Connection, progress: IndexProgress | None = None) -> None:
@@ -560,7 +525,7 @@ def _row_chars(row: tuple[Any, ...]) -> int:
     return sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: no __eq__ to compile at start
 class _Page:
     """Rows taken for one page: at most ``limit``, and no more characters than ``left``
     (except the first row, so that every page moves on)."""

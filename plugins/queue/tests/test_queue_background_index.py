@@ -163,7 +163,7 @@ class HeldBuild(store.IndexProgress):
 async def test_an_update_during_the_build_fails_retryable_and_says_why(
     gateway_factory, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(store, "IndexProgress", HeldBuild)
+    monkeypatch.setattr(indexing, "IndexProgress", HeldBuild)  # what the builder makes
     legacy_queue(tmp_path / DB_REL, 400_000)
     gw = gateway_factory(plugins=["queue"], plugin_config={"queue": {"busy_timeout": 0.05}})
     with anyio.fail_after(60):

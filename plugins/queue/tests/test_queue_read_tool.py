@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 
 import pytest
@@ -40,6 +42,39 @@ async def test_queue_plugin_conforms(tmp_path, db):
 async def test_queue_plugin_conforms_without_a_database(tmp_path):
     await assert_plugin_conforms("queue", cwd=str(tmp_path))  # a str works as well as a Path
     assert not (tmp_path / DB_REL).exists()
+
+
+SQLITE_ON_FIRST_CALL = """
+import json, sys, anyio
+STORE = ("gateway_queue.store", "gateway_queue.connection", "sqlite3", "aiosqlite")
+from gateway.testing import make_gateway
+gw = make_gateway(plugins=["queue"], cwd=sys.argv[1], env={})
+async def main():
+    async with gw:
+        gw.visible_tools()
+        assert not set(STORE) & set(sys.modules), "imported at start-up"
+        result = await gw.call("bulk_read_new_jobs", {"limit": 5})
+        assert set(STORE) <= set(sys.modules)
+    print(json.dumps(result.payload))
+anyio.run(main)
+"""
+
+
+def test_the_store_is_imported_by_the_first_call_not_at_start_up(tmp_path, db):
+    """A gateway start imports the plugin to register its tools and opens no database (the
+    background index waits): the store and the driver (sqlite3 and aiosqlite, ~7 ms) come
+    with the first call, and work then."""
+    add_rows(db, [{"status": "new"} for _ in range(3)])
+    run = subprocess.run(
+        [sys.executable, "-c", SQLITE_ON_FIRST_CALL, str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    page = json.loads(run.stdout.splitlines()[-1])
+    assert page["count"] == 3 and page["jobs"] == as_jobs(new_jobs_in_order(db))
 
 
 def test_make_gateway_takes_a_str_working_directory(tmp_path):

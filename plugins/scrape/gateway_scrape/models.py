@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from gateway_queue.store import ALLOWED_STATUSES, DEFAULT_DB_PATH
+from gateway_queue.table import ALLOWED_STATUSES, DEFAULT_DB_PATH
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from gateway import env_field

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway_queue.store import NewJob
+if TYPE_CHECKING:
+    from gateway_queue.store import NewJob
 
 # LinkedIn posting ids: /jobs/view/<digits> or ...?currentJobId=<digits>.
 _LINKEDIN_VIEW = re.compile(r"/jobs/view/(\d+)(?=[/?#]|$)")
@@ -163,6 +164,9 @@ def normalize(raw: Mapping[str, Any], *, now: str) -> NewJob:
     ``job_id`` is the LinkedIn id in the URL, else the source ``id``; ``captured_at`` is
     ``date_posted`` when valid, else ``now``; ``payload_json`` is the whole raw record.
     """
+    # The store with the first scrape: this module is imported with the tool's declaration.
+    from gateway_queue.store import NewJob
+
     url = _text(raw.get("job_url")) or _text(raw.get("job_url_direct")) or ""
     return NewJob(
         url=url,

@@ -29,7 +29,7 @@ from .models import ScrapeArgs, ScrapeResult, Settings, TermResult, Totals, tota
 from .normalize import clean, iso_utc, jsonable_record, utc_now_iso
 from .preflight import PreflightResult, Resolver, preflight, resolve_host
 from .reasons import short_reason
-from .sources import JobSource, JobSpySource, SourceError
+from .sources import JobSource, SourceError
 
 #: Terms still running this long before the tool's time limit (at most a quarter of it) are
 #: stopped and reported failed, so the caller gets the others' results instead of a TIMEOUT.
@@ -295,9 +295,3 @@ def _summary(result: TermResult, dry_run: bool) -> str:
     if dry_run:
         return f"{result.cleaned_count} of {result.fetched_count} would be offered (dry run)"
     return f"{result.inserted_count} inserted, {result.duplicate_count} duplicates"
-
-
-def default_source(settings: Settings) -> JobSpySource:
-    return JobSpySource(
-        country_indeed=settings.country_indeed, fetch_description=settings.fetch_description
-    )

@@ -33,6 +33,9 @@ LIST_TOOLS = textwrap.dedent(
             "jobspy": "jobspy" in sys.modules,
             "pandas": "pandas" in sys.modules,
             "numpy": "numpy" in sys.modules,
+            "run": "gateway_scrape.run" in sys.modules,
+            "preflight": "gateway_scrape.preflight" in sys.modules,
+            "store": "gateway_queue.store" in sys.modules,
         }))
 
     anyio.run(main)
@@ -40,7 +43,9 @@ LIST_TOOLS = textwrap.dedent(
 )
 
 
-def test_listing_tools_imports_neither_jobspy_nor_pandas(tmp_path):
+def test_listing_tools_imports_neither_jobspy_nor_pandas_nor_the_runs_code(tmp_path):
+    """A start registers the tool and lists it; the run's modules (the run, its DNS
+    preflight, the queue's store) come with the first scrape, which the other tests make."""
     proc = subprocess.run(
         [sys.executable, "-c", LIST_TOOLS],
         cwd=tmp_path,
@@ -52,6 +57,7 @@ def test_listing_tools_imports_neither_jobspy_nor_pandas(tmp_path):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["scrape"] == "loaded" and "scrape_jobs" in out["tools"]
     assert out == {**out, "jobspy": False, "pandas": False, "numpy": False}
+    assert out == {**out, "run": False, "preflight": False, "store": False}
 
 
 # Runs scrape_jobs in a child process: term "small" (10 rows), then term "big" (1,500 rows).
