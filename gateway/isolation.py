@@ -861,22 +861,16 @@ class Workers:
         if isinstance(said, dict) and said.get("content") is True:
             return McpResult(_without_private(raw))
         payload = raw.get("structuredContent")
-        content = raw.get("content")
-        if (
-            raw.get("isError") is True
-            or not isinstance(payload, dict)
-            or not isinstance(content, list)
-            or not content
-            or not isinstance(content[0], dict)
-            or not isinstance(content[0].get("text"), str)
-        ):
+        # Its text is the payload's JSON, encoded here: what a worker sends as text is not
+        # read (the JSON goes once over the pipe, and the text cannot say something else).
+        if raw.get("isError") is True or not isinstance(payload, dict):
             raise GatewayError(
                 ErrorCode.BACKEND_ERROR,
                 f"plugin {record.name!r} (in a worker) answered with something that is not a "
                 "tool result",
                 retryable=False,
             )
-        return Shaped(payload, content[0]["text"])
+        return Shaped(payload)
 
     # -- faults --------------------------------------------------------------------------------
 

@@ -128,11 +128,10 @@ class McpResult:
 @dataclass(frozen=True)
 class Shaped:
     """What a tool run elsewhere returns when it was shaped there as in process (an isolated
-    plugin's, by the runner of its worker): the complete JSON payload and the same JSON as
-    compact text. The runner only checks them and clears them of configured secrets."""
+    plugin's, by the runner of its worker): the complete JSON payload. The runner encodes its
+    text as for a tool in process, checks it and clears it of configured secrets."""
 
     payload: dict[str, Any]
-    text: str
 
 
 #: Characters of one text block of a mounted server's error result the client gets.
@@ -571,7 +570,8 @@ class Runner:
             if isinstance(raw, McpResult):
                 return self._passed_on(tool, raw.result, cid)
             if isinstance(raw, Shaped):
-                payload, text = raw.payload, raw.text
+                payload = raw.payload
+                text = _dumps(payload)
                 if encodable(text) is not text:
                     payload = encodable_data(payload)
                     text = _dumps(payload)

@@ -845,7 +845,7 @@ def _too_large(method: str, params: Mapping[str, Any], size: int) -> GatewayErro
 
 def _answer(result: CallResult) -> dict[str, Any]:
     """A run's outcome as the gateway takes it (:meth:`gateway.isolation.Workers.result`): a
-    JSON result shaped here, as the text and ``structuredContent`` of a tool result; content
+    JSON result shaped here, as the ``structuredContent`` of a tool result; content
     (a ``ToolResult``'s, a resource's contents) as the result itself, marked so under
     :data:`PRIVATE`; what it asks first as an input-required result. (What the runner raised
     is answered as an error, see :meth:`Worker._answering`.)"""
@@ -853,10 +853,8 @@ def _answer(result: CallResult) -> dict[str, Any]:
         return _asking(result.input_required)
     if result.mcp is not None:
         return {**result.mcp, "_meta": {PRIVATE: {"content": True}}}
-    return {
-        "content": [{"type": "text", "text": result.text()}],
-        "structuredContent": result.payload,
-    }
+    # The JSON once: the gateway encodes the text block from it (as it does in process).
+    return {"content": [], "structuredContent": result.payload}
 
 
 def _warm() -> None:

@@ -322,7 +322,8 @@ async def test_an_answer_longer_than_the_gateway_takes_costs_only_that_call(
     for key in ("json", "content", "read"):
         assert answers[key].code == "INTERNAL_ERROR", (key, answers[key].payload)
     said = answers["json"].payload["error"]["message"]
-    assert said == "tool 'big_json' returned 18 MB of content, over the 8 MB a result may have"
+    # The JSON goes once over the worker's line: its size is the result's, as in process.
+    assert said == "tool 'big_json' returned 9 MB of content, over the 8 MB a result may have"
     assert answers["wait"].payload == answers["release"].payload == {"pid": pid}
     assert restarts == 0
     assert not any("over 8 MB; the gateway stopped it" in r.getMessage() for r in caplog.records)
@@ -367,9 +368,9 @@ async def test_an_answer_too_long_for_a_worker_is_the_error_a_plugin_gives_over_
 ):
     # A worker's answer is the result as the client would get it: what the gateway refuses in
     # process (over 8 MB of JSON) is refused in the worker alike. What passes in process but
-    # is too long for the worker's one line (a JSON result is sent twice there, as its text and
-    # as structuredContent; characters of two bytes count once in process) is answered with
-    # the same error as a result over the bound in process: its size and name aside.
+    # is too long for the worker's one line (characters of two bytes count once in process,
+    # twice on the line) is answered with the same error as a result over the bound in
+    # process: its size and name aside.
     here = await _oversized_answers(_gateway(tmp_path / "a", ["big"], "none"))
     there = await _oversized_answers(_gateway(tmp_path / "b", ["big"], ["big"]))
     over_in_process = {k: v for k, v in here.items() if v != "ok"}

@@ -388,7 +388,9 @@ def lying(result):
         return {"resultType": "input_required",
                 "inputRequests": {"x": {"method": "tools/call", "params": {"name": "a"}}}}
     if name == "liar_json":
-        return {"content": [], "structuredContent": {"a": 1}}
+        return {"content": [], "structuredContent": [1]}
+    if name == "liar_says":
+        return {"content": [{"type": "text", "text": "not its JSON"}], "structuredContent": {"a": 1}}
     if name == "liar_text":
         return {"contents": "not a list", "_meta": CONTENT}
     return _answer(result)
@@ -413,7 +415,12 @@ async def liar_ask() -> ToolResult:
 
 @plugin.tool(tier=Tier.READ)
 async def liar_json() -> dict:
-    \"\"\"Answers JSON without its text.\"\"\"
+    \"\"\"Answers JSON that is no object.\"\"\"
+    return {"a": 1}
+
+@plugin.tool(tier=Tier.READ)
+async def liar_says() -> dict:
+    \"\"\"Answers JSON with a text that says something else.\"\"\"
     return {"a": 1}
 
 @plugin.resource("liar://text")
@@ -437,6 +444,7 @@ async def test_a_worker_answering_what_is_no_result_is_trusted_no_further(plugin
             name: await gw.call(name, {}) for name in ("liar_block", "liar_ask", "liar_json")
         }
         read = await gw.read_resource("liar://text")
+        says = await gw.call("liar_says", {})
         after = await gw.call("liar_secret", {})  # the worker still serves
     # Cleaned here, whatever the worker sent: the configured secret never reaches a client.
     assert not leaked.is_error and leaked.mcp is not None
@@ -444,6 +452,9 @@ async def test_a_worker_answering_what_is_no_result_is_trusted_no_further(plugin
     for name, result in refused.items():
         assert result.is_error and result.payload["error"]["code"] == "BACKEND_ERROR", name
     assert read.is_error and read.payload["error"]["code"] == "BACKEND_ERROR"
+    # A JSON result's text is encoded here from its payload: what the worker sends as text is
+    # not what the client reads.
+    assert not says.is_error and says.payload == {"a": 1} and says.text() == '{"a":1}'
     assert not after.is_error
 
 
