@@ -56,7 +56,6 @@ from pydantic import BaseModel
 from .config import GatewayConfig, field_env_names
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor
-from .mounted import mount_extras
 from .mounts import (
     MountedTool,
     Mounts,
@@ -296,21 +295,11 @@ class WorkerRecord(ServerRecord):
         assert self.workers is not None
         return self.workers.screen(self, listed)
 
-    def mount_extras(self, mounts: Mounts) -> tuple[list[str], list[str], list[str]]:
-        """Its prompts, resources and templates, as a mounted server's are, with what a
-        plugin in process has besides (see :mod:`gateway.mounted`)."""
-        assert self.upstream is not None and self.listing is not None
-        assert self.context is not None and self.workers is not None
-        return mount_extras(
-            self.upstream.spec,
-            self.listing,
-            self.context,
-            self.upstream,
-            mounts.loader.resources,
-            mounts.loader.prompts,
-            private=PRIVATE,
-            prompt_meta=self.workers.prompt_context,
-        )
+    def extras_options(self) -> dict[str, Any]:
+        """Its prompts, resources and templates are mounted as a mounted server's are, with
+        what a plugin in process has besides (see :mod:`gateway.mounted`)."""
+        assert self.workers is not None
+        return {"private": PRIVATE, "prompt_meta": self.workers.prompt_context}
 
 
 @dataclass

@@ -306,7 +306,12 @@ class ServerRecord(PluginRecord):
             self.upstream,
             mounts.loader.resources,
             mounts.loader.prompts,
+            **self.extras_options(),
         )
+
+    def extras_options(self) -> dict[str, Any]:
+        """What :func:`~gateway.mounted.mount_extras` takes besides, for this kind of source."""
+        return {}
 
     def as_dict(self) -> dict[str, Any]:
         out = super().as_dict()
