@@ -95,6 +95,20 @@ def _run(tmp_path, *args, **env) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _python(
+    tmp_path, code: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter (what it imports is a start's own)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=tmp_path,
+        env=gateway_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 @pytest.fixture
 def cli(cli_main):
     """``_run``'s twin in this process, for the tests of what a command prints."""
@@ -309,14 +323,7 @@ def test_commands_other_than_serve_never_import_the_mcp_sdk(tmp_path):
         ["health"],
         ["call", "gateway_status", "--args", '{"check_health": false}'],
     ]
-    run = subprocess.run(
-        [sys.executable, "-c", COMMANDS_WITHOUT_THE_SDK, json.dumps(commands)],
-        cwd=tmp_path,
-        env=gateway_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _python(tmp_path, COMMANDS_WITHOUT_THE_SDK, json.dumps(commands))
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout) == []
 
@@ -335,14 +342,7 @@ def test_importing_the_command_imports_neither_pydantic_nor_the_api_nor_the_sdk(
     API and the SDK allocates hundreds of thousands of long-lived objects and no garbage. The
     console script imports gateway.cli first, so the pause covers those imports only if that
     import brings none of them (the package imports its API on use)."""
-    run = subprocess.run(
-        [sys.executable, "-c", IMPORTED_WITH_THE_COMMAND],
-        cwd=tmp_path,
-        env=gateway_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _python(tmp_path, IMPORTED_WITH_THE_COMMAND)
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout) == ["gateway", "gateway.cli", "gateway.configkit"]
 
@@ -375,14 +375,7 @@ def test_a_start_imports_the_modules_of_unused_features_only_on_use(tmp_path, li
     env = gateway_env(MCP_GATEWAY_PLUGINS="gateway")
     if limited:
         env["MCP_GATEWAY_LIMIT_CALLS_PER_MINUTE"] = "100"
-    run = subprocess.run(
-        [sys.executable, "-c", STARTED_WITHOUT_THOSE_FEATURES, json.dumps(FEATURE_MODULES)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _python(tmp_path, STARTED_WITHOUT_THOSE_FEATURES, json.dumps(FEATURE_MODULES), env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     first, after = (json.loads(line) for line in run.stdout.splitlines()[-2:])
     started, status_failed, has_limiter = first

@@ -15,14 +15,10 @@ import enum
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 
 from .table import IndexProgress
-
-if TYPE_CHECKING:
-    pass
 
 #: Seconds between the server's start and the build: start-up and the first calls come first,
 #: and short-lived commands (``mcp-gateway health``, ``call``) end before anything is written.
