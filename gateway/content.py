@@ -163,6 +163,17 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
+def size_over(text: str, limit: int) -> int | None:
+    """``text``'s size in UTF-8 bytes when it is over ``limit``, else ``None``: what a bound
+    counts, since a line or an HTTP body carries bytes (a character is one to four). Encoded
+    only when its length leaves it in doubt; a lone surrogate counts as the three bytes of the
+    U+FFFD that replaces it."""
+    if len(text) * 4 <= limit:
+        return None
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return size if size > limit else None
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """A tool's result as MCP content: the blocks (a plain string is a text block),

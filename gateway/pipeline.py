@@ -32,7 +32,7 @@ from pydantic_core import PydanticSerializationError
 
 from .audit import AuditTrail, redact_arguments
 from .auth.identity import Identity, current_caller
-from .content import MAX_CONTENT_BYTES, ToolResult
+from .content import MAX_CONTENT_BYTES, ToolResult, size_over
 from .errors import (
     ErrorCode,
     GatewayError,
@@ -607,6 +607,7 @@ class Runner:
             raise self._internal(tool, cid, exc) from None
         finally:
             CURRENT_CALL.reset(token)
+        _bounded(tool, text)
         return self._without_secrets(CallResult(payload, False, tool, text), cid)
 
     def _own(self, tool: RegisteredTool, raw: ToolResult, cid: str) -> CallResult:
@@ -651,8 +652,7 @@ class Runner:
                 ) from None
             return self._asking(tool, asked)
         text = _dumps(result)
-        if len(text) > MAX_CONTENT_BYTES:
-            raise result_too_large(tool.name, len(text), MAX_CONTENT_BYTES)
+        _bounded(tool, text)
         if encodable(text) is not text:
             result = encodable_data(result)
             text = _dumps(result)
@@ -710,6 +710,15 @@ class Runner:
             f"tool {tool.name!r} failed unexpectedly; report the correlation_id: the "
             "gateway log has the details under it",
         )
+
+
+def _bounded(tool: RegisteredTool, text: str) -> None:
+    """A result's JSON, whatever the handler returned (a model, a dict, content, a mounted
+    server's result), is at most :data:`~gateway.content.MAX_CONTENT_BYTES` in UTF-8: as a
+    plugin's worker's line is, so a plugin answers alike wherever it runs."""
+    size = size_over(text, MAX_CONTENT_BYTES)
+    if size is not None:
+        raise result_too_large(tool.name, size, MAX_CONTENT_BYTES)
 
 
 def result_too_large(tool: str, size: int, limit: int) -> GatewayError:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .content import MAX_CONTENT_BYTES, contents
+from .content import MAX_CONTENT_BYTES, contents, size_over
 from .errors import ErrorCode, GatewayError
 from .inputs import InputRequired
 from .prompts import Completer
@@ -320,8 +320,8 @@ def read_result(
     result: dict[str, Any] = {"contents": [one]}
     if cache_ttl:
         result["ttlMs"] = int(cache_ttl * 1000)
-    size = len(json.dumps(result, ensure_ascii=False))
-    if size > MAX_CONTENT_BYTES:
+    size = size_over(json.dumps(result, ensure_ascii=False), MAX_CONTENT_BYTES)
+    if size is not None:
         raise read_too_large(uri, size, MAX_CONTENT_BYTES)
     return result
 

@@ -313,13 +313,14 @@ async def test_an_answer_longer_than_the_gateway_takes_costs_only_that_call(
             tg.start_soon(alongside)
             with anyio.fail_after(30):
                 await waiting.wait()  # big_wait runs in the worker
+            answers["full"] = await gw.call("big_full", {})
             answers["json"] = await gw.call("big_json", {"mb": 9})
             answers["content"] = await gw.call("big_content", {"mb": 9, "char": "é"})
             answers["read"] = await gw.read_resource("big://accented")
             answers["release"] = await gw.call("big_release", {})
         assert _pid(gw, "big") == pid
         restarts = _worker(gw, "big").upstream.restarts  # type: ignore[union-attr]
-    for key in ("json", "content", "read"):
+    for key in ("full", "json", "content", "read"):
         assert answers[key].code == "INTERNAL_ERROR", (key, answers[key].payload)
     said = answers["json"].payload["error"]["message"]
     # The JSON goes once over the worker's line: its size is the result's, as in process.
@@ -327,8 +328,9 @@ async def test_an_answer_longer_than_the_gateway_takes_costs_only_that_call(
     assert answers["wait"].payload == answers["release"].payload == {"pid": pid}
     assert restarts == 0
     assert not any("over 8 MB; the gateway stopped it" in r.getMessage() for r in caplog.records)
-    # The log says why, under the call's correlation id.
-    cid = answers["json"].correlation_id
+    # A result at the bound passes the worker's runner, but not as a line with its envelope:
+    # the log says why, under the call's correlation id.
+    cid = answers["full"].correlation_id
     assert any(
         cid in r.getMessage() and "over the 8388608 the gateway takes" in r.getMessage()
         for r in caplog.records
@@ -366,15 +368,21 @@ async def _oversized_answers(gw: Gateway) -> dict[str, Any]:
 async def test_an_answer_too_long_for_a_worker_is_the_error_a_plugin_gives_over_its_bound(
     oversized, tmp_path
 ):
-    # A worker's answer is the result as the client would get it: what the gateway refuses in
-    # process (over 8 MB of JSON) is refused in the worker alike. What passes in process but
-    # is too long for the worker's one line (characters of two bytes count once in process,
-    # twice on the line) is answered with the same error as a result over the bound in
-    # process: its size and name aside.
+    # A worker's answer is the result as the client would get it. Results and reads are
+    # bounded in UTF-8 bytes wherever the plugin runs, whatever it returned (JSON, content of
+    # two-byte characters): what is refused in process is refused in the worker alike, with the
+    # same error. Only what is at the bound in process is too long for the worker's one line
+    # with its envelope (the prompt here): the error a plugin gives over its bound.
     here = await _oversized_answers(_gateway(tmp_path / "a", ["big"], "none"))
     there = await _oversized_answers(_gateway(tmp_path / "b", ["big"], ["big"]))
     over_in_process = {k: v for k, v in here.items() if v != "ok"}
-    assert sorted(over_in_process) == ["big://ascii", "big_content {'mb': 9}"]
+    assert sorted(over_in_process) == [
+        "big://accented",
+        "big://ascii",
+        "big_content {'mb': 9, 'char': 'é'}",
+        "big_content {'mb': 9}",
+        "big_json {'mb': 9}",
+    ]
     assert {k: there[k] for k in over_in_process} == over_in_process
 
     def sizeless(said: Any) -> Any:
@@ -384,9 +392,13 @@ async def test_an_answer_too_long_for_a_worker_is_the_error_a_plugin_gives_over_
 
     content_over = sizeless(here["big_content {'mb': 9}"])
     assert content_over["code"] == "INTERNAL_ERROR" and content_over["retryable"] is False
-    assert sizeless(there["big_json {'mb': 9}"]) == content_over
-    assert sizeless(there["big_content {'mb': 9, 'char': 'é'}"]) == content_over
-    assert sizeless(there["big://accented"]) == sizeless(here["big://ascii"])
+    assert sizeless(here["big_json {'mb': 9}"]) == content_over
+    assert sizeless(here["big_content {'mb': 9, 'char': 'é'}"]) == content_over
+    assert here["big_json {'mb': 9}"]["message"] == (
+        "tool 'big_json' returned 9 MB of content, over the 8 MB a result may have"
+    )
+    assert sizeless(here["big://accented"]) == sizeless(here["big://ascii"])
+    assert here["prompt"] == "ok"
     assert there["prompt"] == (
         "INTERNAL_ERROR: prompt 'big_prompt' could not be rendered; the gateway log has the details"
     )

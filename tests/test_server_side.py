@@ -14,6 +14,8 @@ from typing import Any
 import anyio
 import mcp_types as t
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import Client, MCPError
 
 from gateway import (
@@ -36,7 +38,7 @@ from gateway import (
     sample,
     text,
 )
-from gateway.content import MAX_CONTENT_BYTES
+from gateway.content import MAX_CONTENT_BYTES, size_over
 from gateway.errors import ErrorCode
 from gateway.resources import MAX_RESOURCE_BYTES
 from gateway.server import build_server
@@ -256,6 +258,13 @@ async def test_content_that_is_too_large_or_not_content_is_an_internal_error(gw,
     assert error["code"] == "INTERNAL_ERROR"
     if tool == "huge":
         assert "over the 8 MB a result may have" in error["message"]
+
+
+@given(st.text(), st.integers(min_value=0, max_value=64))
+def test_a_bound_counts_the_bytes_a_line_carries(text, limit):
+    # Characters of two to four bytes and lone surrogates (counted as the U+FFFD replacing them).
+    size = len(text.encode("utf-8", "surrogatepass"))
+    assert size_over(text, limit) == (size if size > limit else None)
 
 
 async def test_a_default_json_result_is_unchanged(gw):
