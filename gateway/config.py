@@ -849,6 +849,22 @@ def check_auth_plugins(config: GatewayConfig, plugins: set[str]) -> None:
         )
 
 
+#: Variables of the core's own besides ``MCP_GATEWAY_<setting>``: ``[auth]``'s, ``[telemetry]``'s
+#: and OpenTelemetry's.
+_CORE_PREFIXES = (f"{ENV_PREFIX}AUTH_", f"{ENV_PREFIX}TELEMETRY", "OTEL_")
+
+
+def core_variable(name: str) -> bool:
+    """Is ``name`` a variable the core itself reads: a ``[gateway]`` setting's, the
+    configuration file's or the servers file's path, ``[auth]``'s, ``[telemetry]``'s or
+    OpenTelemetry's? Any other ``MCP_GATEWAY_*`` variable may be a plugin's own
+    (:func:`env_field`, as the scrape plugin's ``MCP_GATEWAY_SCRAPE_TIMEOUT``)."""
+    if name.startswith(_CORE_PREFIXES):
+        return True
+    key = name[len(ENV_PREFIX) :].lower() if name.startswith(ENV_PREFIX) else None
+    return key is not None and (key in GatewaySettings.model_fields or key in ("config", "servers"))
+
+
 def same_distribution(a: str, b: str) -> bool:
     """Distribution names compare normalized (PEP 503): case, ``-``, ``_`` and ``.``."""
 

@@ -22,8 +22,10 @@ mounted server:
   definitions are not pinned: they are installed code, not a server's word.
 - **its own settings only.** The worker asks for the tables and variables its plugin's
   settings (and REST backends) declare; it is handed those, except the gateway's own
-  (``MCP_GATEWAY_*``, ``OTEL_*``, the token), a table of another installed plugin or of a
-  backend a plugin in process uses, and a variable another plugin in process declares. Its
+  (its settings' ``MCP_GATEWAY_*``, ``[auth]``'s, ``[telemetry]``'s and ``OTEL_*``, and any
+  variable holding the token) and, for a plugin not of this project's distributions, a table
+  of another installed plugin or of a backend a plugin in process uses, and a variable another
+  plugin in process declares (this project's plugins share a backend by design). Its
   process starts with ``PATH``, ``HOME``, the locale, the temporary and XDG folders and
   Python's ``PYTHON*`` variables, nothing else of the gateway's environment.
 - **faults cost only the plugin.** Policy, validation, breakers, timeouts, sanitizing, audit
@@ -53,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import anyio
 from pydantic import BaseModel
 
-from .config import GatewayConfig, field_env_names
+from .config import GatewayConfig, core_variable, field_env_names
 from .errors import ErrorCode, GatewayError, Sanitizer
 from .health import HealthMonitor
 from .mounts import (
@@ -65,7 +67,7 @@ from .mounts import (
     mutation_paragraph,
 )
 from .pipeline import McpResult, Shaped
-from .plugins import PluginLoader, PluginRecord, PluginSource, PluginState
+from .plugins import PluginLoader, PluginRecord, PluginSource, PluginState, first_party
 from .prompts import PromptRegistry
 from .registry import Registry, compile_schema
 from .spec import (
@@ -104,7 +106,6 @@ START_SECONDS = 15.0
 _WORKER_ENV = ("TMPDIR", "TEMP", "TMP")
 _WORKER_PREFIXES = ("XDG_", "PYTHON")
 #: Variables never handed to a worker, whatever its plugin declares: the gateway's own.
-_GATEWAY_OWN = ("MCP_GATEWAY_", "OTEL_")
 _LEVELS = {name: getattr(logging, name) for name in ("DEBUG", "INFO", "WARNING", "ERROR")}
 _LEVELS["CRITICAL"] = logging.CRITICAL
 
@@ -598,6 +599,11 @@ class Workers:
             "answered": [*variables, *(f"table:{t}" for t in tables)],
         }
         claimed_vars, claimed_tables = self._claimed(record)
+        if first_party(record.distribution):
+            # One of this project's plugins asks for what another one claims only where they
+            # share a backend by design (citations and orchestrator: the orchestrator's API,
+            # its table and variables): handed, as in process.
+            claimed_vars, claimed_tables = set(), set()
         refused = []
         for table in tables:
             if table in claimed_tables:
@@ -610,7 +616,7 @@ class Workers:
                     out["origins"][key] = where
             out["references"] += [r for r in config.references if r.startswith(f"plugins.{table}.")]
         for name in variables:
-            if name.startswith(_GATEWAY_OWN) or name in claimed_vars:
+            if core_variable(name) or name in claimed_vars:
                 refused.append(name)
                 continue
             value = config.env.get(name)

@@ -82,6 +82,11 @@ FIRST_PARTY = frozenset(
 )
 
 
+def first_party(distribution: str) -> bool:
+    """Is ``distribution`` one of this project's (:data:`FIRST_PARTY`)?"""
+    return any(same_distribution(distribution, d) for d in FIRST_PARTY)
+
+
 def _loaded(module: object) -> Callable[[], object]:
     return lambda: module
 
@@ -280,7 +285,7 @@ class PluginLoader:
         if setting == "all":
             return True
         if setting == "third-party":
-            return not any(same_distribution(src.distribution, d) for d in FIRST_PARTY)
+            return not first_party(src.distribution)
         return isinstance(setting, list) and src.name in setting
 
     def _selected(self, name: str) -> str | None:

@@ -585,6 +585,9 @@ class Settings(BaseModel):
     shared_url: str | None = env_field("ISO_SHARED_URL", "SVC_URL", default=None)
     remote_url: str | None = env_field("ISO_REMOTE_URL", default=None)
     marker: str | None = env_field("ISO_MARKER", default=None)
+    # In the gateway's namespace: a setting of this plugin's own, and one of the core's.
+    flavour: str | None = env_field("MCP_GATEWAY_ISO_FLAVOUR", default=None)
+    audit_table: str | None = env_field("MCP_GATEWAY_AUDIT_TABLE", default=None)
     limit: int = 5
 
 class EchoIn(BaseModel):
@@ -628,7 +631,8 @@ async def env(args, ctx):
     return {"environ": sorted(os.environ), "pid": os.getpid(),
             "token": s.token.get_secret_value() if s.token else None,
             "token_length": len(s.token.get_secret_value()) if s.token else 0,
-            "shared_url": s.shared_url, "greeting": s.greeting}
+            "shared_url": s.shared_url, "greeting": s.greeting, "flavour": s.flavour,
+            "audit_table": s.audit_table}
 
 async def fail(args, ctx):
     raise GatewayError(ErrorCode.NOT_FOUND, "no job at /srv/jobs/7.db", details={"ids": [7]})

@@ -189,14 +189,19 @@ async def test_the_core_runs_in_the_gateway_for_an_isolated_plugins_calls(iso, t
 
 async def test_a_worker_is_handed_only_its_own_settings_and_environment(iso, plugin_site, tmp_path):
     plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
-    gw = _gateway(tmp_path, ["iso", "svc"], ["iso"])
+    env = _env(MCP_GATEWAY_ISO_FLAVOUR="mint", MCP_GATEWAY_AUDIT_TABLE="audit.calls")
+    gw = _gateway(tmp_path, ["iso", "svc"], ["iso"], env=env)
     assert gw.plugin("svc").runs == "process"  # type: ignore[union-attr]
     async with gw:
         seen = (await gw.call("iso_env", {})).payload
-    # Its own variables and table reach its settings (not its environment)...
+    # Its own variables and table reach its settings (not its environment), one in the
+    # gateway's namespace too...
     assert seen["greeting"] == "hi" and seen["token_length"] == len(SECRET)
-    # ...not a variable a plugin in process declares too, nor anything else of the gateway's.
+    assert seen["flavour"] == "mint"
+    # ...not a variable a plugin in process declares too, nor anything else of the gateway's:
+    # a core setting's variable stays the gateway's even when the plugin declares it.
     assert seen["shared_url"] is None
+    assert seen["audit_table"] is None
     allowed = {"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP"}
     unexpected = [
         k

@@ -78,6 +78,30 @@ async def test_the_table_of_the_orchestrator_plugin_configures_it(gateway_factor
     assert health[0].status == "ok"
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("isolate", "by"), [(["citations"], "variable"), (["citations"], "table"), ("all", "table")]
+)
+async def test_in_a_worker_it_is_handed_the_backend_it_shares_with_the_orchestrator_plugin(
+    gateway_factory, isolate, by
+):
+    # The orchestrator's API is one backend both plugins declare: its variables and its table
+    # are citations' as much as the orchestrator's, in a worker as in process.
+    with FakeOrchestrator() as api:
+        gw = gateway_factory(
+            plugins=["citations", "orchestrator"],
+            isolate=isolate,
+            env={"COCKPIT_API_URL": api.url} if by == "variable" else {},
+            plugin_config={"orchestrator": {"url": api.url}} if by == "table" else {},
+        )
+        assert gw.plugin("citations").runs == "worker"
+        async with gw:
+            result = await gw.call(
+                "get_source_tags", {"job_id": ids.JOB_PROCESSING, "source_id": 1}
+            )
+    assert result.payload["tags"] == ["gobd", "immutability", "retention"], result.payload
+
+
 def test_the_backend_is_the_orchestrator_plugins_own_declaration():
     from gateway_citations.backend import COCKPIT
     from gateway_orchestrator.backend import COCKPIT as ORCHESTRATOR_COCKPIT

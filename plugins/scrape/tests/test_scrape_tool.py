@@ -98,6 +98,20 @@ def test_the_plugin_registers_scrape_jobs_only(gateway_factory):
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("isolate", ["none", ["scrape"]])
+async def test_its_own_variables_in_the_gateways_namespace_reach_it_wherever_it_runs(
+    gateway_factory, isolate
+):
+    # MCP_GATEWAY_SCRAPE_* are the plugin's settings, not the core's: a worker is handed them.
+    env = {"MCP_GATEWAY_SCRAPE_TIMEOUT": "123", "MCP_GATEWAY_TOKEN": "not-for-plugins-1234"}
+    gw = gateway_factory(plugins=["queue", "scrape"], isolate=isolate, env=env)
+    assert gw.plugin("scrape").runs == ("process" if isolate == "none" else "worker")
+    async with gw:
+        tool = gw.registry.get("scrape_jobs")
+    assert tool is not None and tool.spec.timeout == 123.0
+
+
+@pytest.mark.anyio
 async def test_one_failing_term_among_three_is_reported_and_the_others_are_inserted(
     scrape_gateway, tmp_path
 ):
