@@ -17,6 +17,7 @@ from pydantic import BaseModel, SecretStr
 
 from .backends import BackendHub
 from .config import ENV_PREFIX, GatewayConfig, GatewaySettings, field_env_names
+from .health import HealthMonitor
 from .plugins import PluginRecord, PluginState
 from .registry import RegisteredTool
 from .spec import Backend
@@ -34,6 +35,9 @@ class Deployment(Protocol):
 
     @property
     def backends(self) -> BackendHub: ...
+
+    @property
+    def health(self) -> HealthMonitor: ...
 
     def tools(self, plugin: str | None = None) -> list[RegisteredTool]: ...
 
@@ -60,10 +64,12 @@ def _reference(name: str, value: str, secret: bool) -> str:
     return f"${{{name}}}" if secret or carries_password else value
 
 
-def _plugin_models(
+def _plugin_variables(
     gateway: Deployment,
-) -> Iterator[tuple[PluginRecord, list[Backend], list[type[BaseModel]]]]:
-    """Per loaded plugin: the backends its tools declare as objects, and the settings models it reads (its own first)."""
+) -> Iterator[tuple[PluginRecord, list[Backend], list[tuple[list[str], bool]]]]:
+    """Per loaded plugin: the backends its tools declare as objects (in process), and per field
+    of the settings it reads (its own first, then its backends'), the variables and whether
+    the field is a secret. A plugin in a worker says its variables itself."""
     tools = gateway.tools()
     for record in gateway.plugins:
         if record.state is not PluginState.LOADED:
@@ -73,20 +79,22 @@ def _plugin_models(
             for t in tools
             if t.plugin.name == record.name and isinstance(t.spec.backend, Backend)
         }
+        if record.variables is not None:
+            yield record, list(backends.values()), record.variables
+            continue
         models: list[type[BaseModel]] = [b.settings for b in backends.values()]
         settings = record.context.settings if record.context is not None else None
         if isinstance(settings, BaseModel):
             models.insert(0, type(settings))
-        yield record, list(backends.values()), models
+        yield record, list(backends.values()), [v for m in models for v in env_variables(m)]
 
 
 def read_variables(gateway: Deployment) -> set[str]:
     """Every variable this deployment reads: the core's and its loaded plugins' settings."""
     out = {ENV_PREFIX + key.upper() for key in GatewaySettings.model_fields}
-    for _record, _backends, models in _plugin_models(gateway):
-        for model in models:
-            for names, _secret in env_variables(model):
-                out.update(names)
+    for _record, _backends, variables in _plugin_variables(gateway):
+        for names, _secret in variables:
+            out.update(names)
     return out
 
 
@@ -97,18 +105,34 @@ def plugin_env(gateway: Deployment) -> PluginEnv:
     out = PluginEnv()
     environment = gateway.config.env
     tools = gateway.tools()
-    for record, backends, models in _plugin_models(gateway):
-        for model in models:
-            for names, secret in env_variables(model):
-                name = next((n for n in names if environment.get(n, "") != ""), None)
-                if name is not None:
-                    out.env[name] = _reference(name, environment[name], secret)
-        for backend in backends:
-            reason = gateway.backends.not_configured(backend.name)
+    # A plugin in a worker has no backend objects here: its health checks say which of its
+    # backends are not configured, and why.
+    unconfigured = {
+        check.backend: check.not_configured
+        for _, check in gateway.health.checks()
+        if check.backend and check.not_configured
+    }
+    for record, backends, variables in _plugin_variables(gateway):
+        for names, secret in variables:
+            name = next((n for n in names if environment.get(n, "") != ""), None)
+            if name is not None:
+                out.env[name] = _reference(name, environment[name], secret)
+        reasons: dict[str, str | None] = {
+            b.name: gateway.backends.not_configured(b.name) for b in backends
+        }
+        if record.variables is not None:
+            reasons = {
+                str(t.spec.backend_name): unconfigured.get(str(t.spec.backend_name))
+                for t in tools
+                if t.plugin.name == record.name and t.spec.backend_name
+            }
+        for backend_name, reason in reasons.items():
             if reason is None:
                 continue
             count = sum(
-                1 for t in tools if t.plugin.name == record.name and t.spec.backend is backend
+                1
+                for t in tools
+                if t.plugin.name == record.name and t.spec.backend_name == backend_name
             )
             effect = (
                 "would answer BACKEND_UNAVAILABLE in Claude Code"

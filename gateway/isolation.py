@@ -56,7 +56,7 @@ import anyio
 from pydantic import BaseModel
 
 from .config import GatewayConfig, core_variable, field_env_names
-from .errors import ErrorCode, GatewayError, Sanitizer
+from .errors import ErrorCode, GatewayError, Sanitizer, secret_name
 from .health import HealthMonitor
 from .mounts import (
     MountedTool,
@@ -259,6 +259,8 @@ class WorkerRecord(ServerRecord):
     distribution: str = ""
     #: what it was handed (settings tables, variables), handed again when it restarts
     handed: dict[str, Any] = field(default_factory=dict)
+    #: what it asked for and was refused (the gateway's own, another plugin's)
+    refused: set[str] = field(default_factory=set)
     #: calls running in it now; why it is to be started again once there are none
     running: int = 0
     recycle_due: str | None = None
@@ -327,6 +329,22 @@ class WorkerTool(MountedTool):
 
 class WorkerSaid(GatewayError):
     """An error the plugin raised in its worker (not the worker's own failure)."""
+
+
+def _variables(said: Any, refused: set[str]) -> list[tuple[list[str], bool]]:
+    """The variables a worker says its settings read, those it was refused left out: what
+    ``claude-config`` copies into a client's entry. A name that looks like a secret's is taken
+    for one whatever the worker says (its value is then copied as a ``${NAME}`` reference)."""
+    out = []
+    for field_said in said if isinstance(said, list) else []:
+        names = field_said.get("names") if isinstance(field_said, dict) else None
+        if not isinstance(names, list):
+            continue
+        kept = [n for n in names if isinstance(n, str) and n and n not in refused]
+        if kept:
+            secret = field_said.get("secret") is not False or any(map(secret_name, kept))
+            out.append((kept, secret))
+    return out
 
 
 def _declared_tier(hints: dict[str, Any]) -> tuple[Tier, Mutation | None]:
@@ -627,6 +645,7 @@ class Workers:
                 out["env"][name] = value
             if name in config.unexpanded:
                 out["unexpanded"][name] = config.unexpanded[name]
+        record.refused.update(refused)
         if refused:
             log.warning(
                 "plugin %s (in a worker) asked for %s, which belong to the gateway or another "
@@ -671,6 +690,7 @@ class Workers:
         if record.context is not None:
             record.context.version = record.version
         self.sanitizer.add_secrets(str(s) for s in loaded.get("secrets") or [])
+        record.variables = _variables(loaded.get("variables"), record.refused)
         checks = []
         for c in loaded.get("checks") or []:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):

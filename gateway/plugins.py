@@ -135,6 +135,10 @@ class PluginRecord:
     #: where its code runs: ``process`` (the gateway's), ``worker`` (a process of its own,
     #: ``isolate``) or ``server`` (a mounted MCP server)
     runs: str = "process"
+    #: a plugin in a worker: per field of its settings and its REST backends', the variables
+    #: it is read from (first set one wins) and whether it is a secret, as far as the gateway
+    #: hands them over. In process they are read off its settings models (deployment.py).
+    variables: list[tuple[list[str], bool]] | None = None
 
     @property
     def label(self) -> str:

@@ -364,6 +364,7 @@ class Worker:
     def outcome(self) -> dict[str, Any]:
         """What the last LOAD request is answered with, once ``open_resources`` ran."""
         from .config import secret_values
+        from .configkit import is_secret
         from .plugins import PluginState
 
         assert self.loader is not None and self.prompts is not None
@@ -373,9 +374,12 @@ class Worker:
                 "failed": {"reason": record.reason, "settings_mistake": record.settings_mistake}
             }
         context = record.context
-        secrets = secret_values(context.settings if context is not None else None)
-        for backend, settings in self.loader.backends.declared():
-            secrets += backend.secret_values(settings)
+        settings = context.settings if context is not None else None
+        secrets = secret_values(settings)
+        models = [type(settings)] if isinstance(settings, BaseModel) else []
+        for backend, backend_settings in self.loader.backends.declared():
+            secrets += backend.secret_values(backend_settings)
+            models.append(type(backend_settings))
         return {
             "loaded": {
                 "version": record.version,
@@ -391,6 +395,12 @@ class Worker:
                     for _, c in self.loader.health.checks()
                 ],
                 "secrets": [s for s in secrets if s],
+                # What claude-config copies into a client's entry, as for a plugin in process.
+                "variables": [
+                    {"names": names, "secret": is_secret(model.model_fields[key].annotation)}
+                    for model in models
+                    for key, names in field_env_names(model).items()
+                ],
             }
         }
 

@@ -68,13 +68,20 @@ def computed_config(cwd: Path, **env: str) -> ClaudeConfig:
 # What claude-config prints.
 
 
-def test_claude_config_copies_the_set_plugin_settings_and_references_secrets(tmp_path):
+#: The plugins in process (this project's, by default), or each in a worker of its own: the
+#: entry is the same.
+PLACES = [{}, {"MCP_GATEWAY_ISOLATE": "all"}]
+
+
+@pytest.mark.parametrize("place", PLACES, ids=["in-process", "in-workers"])
+def test_claude_config_copies_the_set_plugin_settings_and_references_secrets(tmp_path, place):
     env = {
         "COCKPIT_API_URL": "http://127.0.0.1:8085",
         "COCKPIT_API_TOKEN": "tok-never-printed-1",
         "GITEA_URL": "http://bot:pw-never-printed-2@127.0.0.1:3000",
         "GITEA_OWNER": "acme",
         "MCP_GATEWAY_PLUGINS": "orchestrator,citations,gitea",
+        **place,
     }
     r = claude_config(tmp_path, "--json", **env)
     assert r.returncode == 0, r.stderr
@@ -86,17 +93,23 @@ def test_claude_config_copies_the_set_plugin_settings_and_references_secrets(tmp
         "GITEA_OWNER": "acme",
         "GITEA_URL": "${GITEA_URL}",  # a password inside a URL is a secret too
         "MCP_GATEWAY_PLUGINS": "orchestrator,citations,gitea",
+        **place,
     }
     assert out["warnings"] == []
-    add = computed_config(tmp_path, **env).add_command()
-    assert "-e 'COCKPIT_API_TOKEN=${COCKPIT_API_TOKEN}'" in add and "never-printed" not in add
+    if not place:
+        add = computed_config(tmp_path, **env).add_command()
+        assert "-e 'COCKPIT_API_TOKEN=${COCKPIT_API_TOKEN}'" in add and "never-printed" not in add
 
 
-def test_claude_config_warns_about_each_plugin_whose_backend_is_unset(tmp_path):
-    r = claude_config(tmp_path, "--mcp-json", MCP_GATEWAY_PLUGINS="orchestrator,citations,gitea")
+@pytest.mark.parametrize("place", PLACES, ids=["in-process", "in-workers"])
+def test_claude_config_warns_about_each_plugin_whose_backend_is_unset(tmp_path, place):
+    r = claude_config(
+        tmp_path, "--mcp-json", MCP_GATEWAY_PLUGINS="orchestrator,citations,gitea", **place
+    )
     assert r.returncode == 0
     assert json.loads(r.stdout)["mcpServers"]["gateway"]["env"] == {
-        "MCP_GATEWAY_PLUGINS": "orchestrator,citations,gitea"
+        "MCP_GATEWAY_PLUGINS": "orchestrator,citations,gitea",
+        **place,
     }
     warnings = [line for line in r.stderr.splitlines() if "warning:" in line]
     assert len(warnings) == 3, r.stderr

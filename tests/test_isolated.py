@@ -212,6 +212,27 @@ async def test_a_worker_is_handed_only_its_own_settings_and_environment(iso, plu
     assert seen["pid"] != os.getpid()
 
 
+def test_claude_config_copies_an_isolated_plugins_settings_as_for_one_in_process(
+    iso, plugin_site, tmp_path
+):
+    # Claude Code starts the gateway with the entry's env: a third-party plugin (in a worker
+    # by default) must find its variables there as one in process does.
+    from gateway.claude import claude_config
+
+    plugin_site("gwfx-svc", {"svc": "gwfx_svc"}, {"gwfx_svc": SVC})
+    marker = str(tmp_path / "closed")
+    env = _env(MCP_GATEWAY_ISO_FLAVOUR="mint", ISO_MARKER=marker)
+    entries = {}
+    for isolate in ("none", ["iso"]):
+        gw = _gateway(tmp_path / str(isolate), ["iso", "svc"], isolate, env=env)
+        anyio.run(gw.load_isolated)
+        entries[str(isolate)] = claude_config(gw, "gw").mcp_json()["mcpServers"]["gw"]["env"]
+    here, there = entries["none"], entries["['iso']"]
+    assert here["ISO_GREETING"] == "hi" and here["ISO_TOKEN"] == "${ISO_TOKEN}"
+    assert here["ISO_MARKER"] == marker and here["SVC_URL"] == "http://127.0.0.1:9"
+    assert there == here
+
+
 def test_a_worker_is_handed_its_settings_before_the_event_loop_runs(iso, plugin_site, tmp_path):
     # Most of a start after the plugins load is the SDK's import: the worker loads meanwhile,
     # so the first listing waits for no LOAD round trip (issue 39's start-up target).
