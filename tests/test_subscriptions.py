@@ -521,7 +521,8 @@ async def test_a_gateway_with_nothing_subscribable_does_not_declare_subscription
 #: more and ``shrink`` one less, ``change`` says a URI changed, each on its listen streams (at
 #: this revision the SDK drops a bare notification on the connection); ``drop`` breaks every
 #: open stream with an error (a stream lost), ``crash`` exits. With ``refuse`` as its second
-#: argument it answers every listen request with an error.
+#: argument it answers every listen request with an error; with ``http PORT`` it serves
+#: Streamable HTTP at ``http://127.0.0.1:PORT/mcp`` instead of stdio.
 UPSTREAM_2026 = """
 import json, os, sys
 import anyio
@@ -629,7 +630,14 @@ async def main():
         await server.run(r, w, server.create_initialization_options())
 
 
-anyio.run(main)
+if sys.argv[2:3] == ["http"]:
+    import uvicorn
+
+    note("started")
+    app = server.streamable_http_app(stateless_http=True, json_response=False)
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
+else:
+    anyio.run(main)
 """
 
 
@@ -833,3 +841,46 @@ async def test_a_2026_mounted_server_that_refuses_to_listen_is_noted_once_and_st
     [said] = [r.getMessage() for r in caplog.records if refused in r.getMessage()]
     assert said.startswith("server up refused subscriptions/listen")
     assert "no listening at" in said and "/home/someone" not in said
+
+
+async def test_a_2026_server_mounted_over_http_is_listened_to_as_well(tmp_path):
+    import socket
+    import subprocess
+
+    from services import free_port
+
+    up = _Mounted2026(tmp_path)
+    port = free_port()
+    served = subprocess.Popen(
+        [sys.executable, str(up.script), str(up.journal_path), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with anyio.fail_after(60):
+            while True:
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                await anyio.sleep(0.05)
+        up.config.write_text(
+            '[gateway]\nplugins = ["servers"]\n[servers.up]\ntype = "http"\n'
+            f'url = "http://127.0.0.1:{port}/mcp"\nprotocol = "2026-07-28"\n'
+        )
+        heard = _Heard()
+        with anyio.fail_after(60):
+            async with Client(up.server(), mode="legacy", message_handler=heard) as c:
+                assert "grown0" not in await _names(c)
+                await up.listened(LISTS)
+                await c.subscribe_resource("up://clock")
+                assert up.listens()[-1] == CLOCK
+                seen = heard.tools.count
+                await c.call_tool("grow", {})
+                await heard.tools.another(seen)
+                assert "grown0" in await _names(c)
+                await c.call_tool("change", {"uri": "up://clock"})
+                assert await heard.next() == "up://clock"
+                assert heard.uris == []
+    finally:
+        served.terminate()
+        served.wait(10)
