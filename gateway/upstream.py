@@ -1189,6 +1189,7 @@ class Upstream:
                 current: anyio.CancelScope | None = None
                 ended = anyio.Event()
                 began = 0.0
+                listened: list[str] = []  # the URIs the current stream was asked for
                 while True:
                     self._rewatch = anyio.Event()
                     asked = self._asked
@@ -1198,16 +1199,11 @@ class Upstream:
                         if time.monotonic() - began >= STABLE_SECONDS:
                             delay = LISTEN_FIRST
                         lost = True
-                        # Said after the wait: a stream that ended with its connection is not
-                        # (the connection's end cancels this first).
-                        await anyio.sleep(delay)
-                        log.warning(
-                            "server %s: its listen stream ended (%s); opening it again after %g s",
-                            self.name,
-                            self._stream_end,
-                            delay,
-                        )
-                        delay = min(delay * 2, LISTEN_MAX)
+                        delay = await self._listen_later(delay, f"ended ({self._stream_end})")
+                        continue
+                    if current is not None and uris == listened:  # it listens for them
+                        self._took(asked)
+                        await self._rewatch.wait()
                         continue
                     if not any(lists.values()) and not uris:  # nothing to listen to
                         if current is not None:
@@ -1235,21 +1231,13 @@ class Upstream:
                             return
                         # Not acknowledged (in time): tried again.
                         why = (
-                            f"not acknowledged within {SUBSCRIBE_TIMEOUT:g} s"
+                            f"was not acknowledged within {SUBSCRIBE_TIMEOUT:g} s"
                             if isinstance(exc, TimeoutError)
-                            else self._why(exc)
+                            else f"could not be opened ({self._why(exc)})"
                         )
                         self._took(asked)
                         lost = True
-                        await anyio.sleep(delay)
-                        log.warning(
-                            "server %s: its listen stream could not be opened (%s); trying "
-                            "again after %g s",
-                            self.name,
-                            why,
-                            delay,
-                        )
-                        delay = min(delay * 2, LISTEN_MAX)
+                        delay = await self._listen_later(delay, why)
                         continue
                     # The new stream is open before the old one closes: nothing said between
                     # (unless the old one ended meanwhile).
@@ -1257,6 +1245,7 @@ class Upstream:
                         lost = lost or ended.is_set()
                         current.cancel()
                     current, ended, began = scope, opened_ended, time.monotonic()
+                    listened = uris
                     self._took(asked)
                     self._honored(lists, uris, honored)
                     if (first or lost) and (
@@ -1275,6 +1264,16 @@ class Upstream:
         finally:
             self._listener = None
             self._took(self._asked)
+
+    async def _listen_later(self, delay: float, why: str) -> float:
+        """Wait ``delay`` seconds before a listen stream is opened again, then say why; the
+        next wait. Said after the wait: a stream that ended with its connection is not (the
+        connection's end cancels this first)."""
+        await anyio.sleep(delay)
+        log.warning(
+            "server %s: its listen stream %s; opened again after %g s", self.name, why, delay
+        )
+        return min(delay * 2, LISTEN_MAX)
 
     async def _stream(
         self,
