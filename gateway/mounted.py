@@ -19,8 +19,8 @@ registries under the rules its tools follow:
   the URIs of its templates) subscribable: the gateway subscribes it to a URI when the first
   client does and unsubscribes it when the last one goes (again after each restart), and
   passes its ``notifications/resources/updated`` to the clients subscribed to that URI (one
-  mounted at 2026-07-28 would tell them on a listen stream, which is not opened: its resources
-  are not subscribable).
+  mounted at 2026-07-28 tells them on the listen stream the gateway keeps open to it, opened
+  again with the URIs subscribed to when they change: :meth:`Upstream._listening`).
 
 Their definitions are not pinned (only tools are: they are what the model is told to call).
 

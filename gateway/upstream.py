@@ -14,7 +14,9 @@ Besides tools it lists the server's resources, resource templates and prompts, a
 gets and completes them (:meth:`Upstream.request`). A server mounted at 2026-07-28
 (``ServerSpec.protocol``) is opened with ``server/discover`` instead: its input requests come
 as input-required results, passed on by the gateway, and each request carries the
-capabilities of the client it is made for (:func:`_forwarding_capabilities`).
+capabilities of the client it is made for (:func:`_forwarding_capabilities`); it tells of
+changes (its lists, the resources watched) only on a ``subscriptions/listen`` stream, which
+is kept open to it once it is listed (:meth:`Upstream._listening`).
 
 :mod:`gateway.mounts` turns what an upstream lists into tools of the registry; this module
 knows nothing of tools beyond their JSON. The SDK is imported only when a session opens.
@@ -74,8 +76,13 @@ RESTART_MAX = 30.0
 STABLE_SECONDS = 60.0
 #: Seconds a server gets to answer ``initialize`` and each page of ``tools/list``.
 CONNECT_TIMEOUT = 60.0
-#: Seconds a server gets to answer ``resources/subscribe`` (a client's subscription waits).
+#: Seconds a server gets to answer ``resources/subscribe``, or to acknowledge a listen stream
+#: (a client's subscription waits).
 SUBSCRIBE_TIMEOUT = 10.0
+#: A listen stream that is lost is opened again after this many seconds, doubling up to
+#: LISTEN_MAX; one that stayed open for STABLE_SECONDS starts the series again.
+LISTEN_FIRST = 0.5
+LISTEN_MAX = 30.0
 #: At shut-down: seconds after stdin is closed before the process group gets SIGTERM, and after
 #: SIGTERM before it gets SIGKILL.
 STDIN_GRACE = 1.0
@@ -761,6 +768,17 @@ class Upstream:
         #: asked to tell of them (subscribed again on the next connection: see :meth:`watch`)
         self.watched: set[str] = set()
         self._watching: object = None
+        #: at 2026-07-28, the session whose listen stream is kept open (:meth:`_listening`);
+        #: ``_rewatch`` wakes it (the URIs watched changed, or its stream ended); a change of
+        #: the URIs watched is counted in ``_asked``, and ``_opened`` counts those a stream
+        #: (or the attempt to open one) has taken in, ``_opening`` is set each time it does
+        self._listener: object = None
+        self._rewatch = anyio.Event()
+        self._asked = 0
+        self._opened = 0
+        self._opening = anyio.Event()
+        #: why the last listen stream ended (sanitized)
+        self._stream_end = ""
 
     @property
     def modern(self) -> bool:
@@ -892,6 +910,8 @@ class Upstream:
                 )
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._relisting, session, info)
+                    if self.modern:
+                        tg.start_soon(self._listening, session)
                     await self._broken.wait()
                     tg.cancel_scope.cancel()
 
@@ -976,9 +996,8 @@ class Upstream:
             resources=found.get("resources", []),
             templates=found.get("resource_templates", []),
             prompts=found.get("prompts", []),
-            # At 2026-07-28 a server tells of changes on a listen stream, not asked here.
-            subscribe=not self.modern
-            and caps is not None
+            # At 2026-07-28 it tells of changes on the listen stream (_listening).
+            subscribe=caps is not None
             and caps.resources is not None
             and caps.resources.subscribe is True,
         )
@@ -1083,13 +1102,17 @@ class Upstream:
         else:
             self.watched.discard(uri)
         session = self.session
-        if session is not None and session is self._watching:
+        if self.modern:
+            if session is not None and session is self._listener:
+                await self._relisten()
+        elif session is not None and session is self._watching:
             await self._subscribe(session, uri, on)
 
     async def rewatch(self) -> None:
-        """Subscribe the connection that is up to every URI watched, once per connection."""
+        """Subscribe the connection that is up to every URI watched, once per connection (at
+        2026-07-28 its listen stream is opened with them: :meth:`_listening`)."""
         session = self.session
-        if session is None or session is self._watching:
+        if session is None or session is self._watching or self.modern:
             return
         self._watching = session
         for uri in sorted(self.watched):
@@ -1113,6 +1136,205 @@ class Upstream:
                 request.method,
                 uri[:200],
                 self._why(exc),
+            )
+
+    # -- 2026-07-28: the listen stream ---------------------------------------------------------------
+
+    async def _relisten(self) -> None:
+        """The URIs watched changed: the listen stream is opened again with them (this
+        revision has no subscribing to one URI). Waits, a while, until it is, so that a change
+        the server says right after a client subscribed is told."""
+        self._asked += 1
+        asked = self._asked
+        self._rewatch.set()
+        with anyio.move_on_after(SUBSCRIBE_TIMEOUT):
+            while self._opened < asked:
+                await self._opening.wait()
+
+    def _took(self, asked: int) -> None:
+        """A stream opened with the URIs watched when ``asked`` changes had been asked (or
+        opening it failed): what :meth:`_relisten` waits for."""
+        self._opened = max(self._opened, asked)
+        opening, self._opening = self._opening, anyio.Event()
+        opening.set()
+
+    async def _listening(self, session: ClientSession) -> None:
+        """At 2026-07-28 a server tells of changes only on a ``subscriptions/listen`` stream
+        a client opened: one is kept open, for what it declares may change (its lists; the
+        URIs watched where it declares ``resources.subscribe``). Its list changes list it
+        again (:meth:`_relisting`), its resource updates go to ``on_updated``, as a 2025
+        server's notifications do. When the URIs watched change, a stream with the new set
+        is opened before the old one is closed; a stream that is lost is opened again with a
+        backoff, then the lists are asked again and each URI watched is told changed (what
+        was said meanwhile is not replayed); a server that refuses to listen is noted once.
+        Its tools serve throughout: nothing here breaks the connection."""
+        import mcp_types as t
+        from mcp import MCPError
+
+        caps = session.server_capabilities
+        lists = {
+            "tools_list_changed": bool(caps and caps.tools and caps.tools.list_changed),
+            "prompts_list_changed": bool(caps and caps.prompts and caps.prompts.list_changed),
+            "resources_list_changed": bool(caps and caps.resources and caps.resources.list_changed),
+        }
+        subscribable = bool(caps and caps.resources and caps.resources.subscribe)
+        if not any(lists.values()) and not subscribable:
+            return
+        self._listener = session
+        delay = LISTEN_FIRST
+        lost = False  # a stream was lost: what it would have told is asked for again
+        first = True  # the first of this connection: what changed since the listing is asked
+        try:
+            async with anyio.create_task_group() as tg:
+                current: anyio.CancelScope | None = None
+                ended = anyio.Event()
+                began = 0.0
+                listened: list[str] = []  # the URIs the current stream was asked for
+                while True:
+                    self._rewatch = anyio.Event()
+                    asked = self._asked
+                    uris = sorted(self.watched) if subscribable else []
+                    if current is not None and ended.is_set():  # its stream ended
+                        current = None
+                        if time.monotonic() - began >= STABLE_SECONDS:
+                            delay = LISTEN_FIRST
+                        lost = True
+                        delay = await self._listen_later(delay, f"ended ({self._stream_end})")
+                        continue
+                    if current is not None and uris == listened:  # it listens for them
+                        self._took(asked)
+                        await self._rewatch.wait()
+                        continue
+                    if not any(lists.values()) and not uris:  # nothing to listen to
+                        if current is not None:
+                            current.cancel()
+                            current = None
+                        self._took(asked)
+                        await self._rewatch.wait()
+                        continue
+                    scope, opened_ended = anyio.CancelScope(), anyio.Event()
+                    try:
+                        honored = await tg.start(
+                            self._stream, session, lists, uris, scope, opened_ended
+                        )
+                    except Exception as exc:
+                        if isinstance(exc, MCPError) and exc.error.code != t.CONNECTION_CLOSED:
+                            # It answered with an error: it does not listen, asked again or not.
+                            log.warning(
+                                "server %s refused subscriptions/listen, so the gateway is not "
+                                "told when its lists or resources change (until it is started "
+                                "again): %s",
+                                self.name,
+                                self._why(exc),
+                            )
+                            tg.cancel_scope.cancel()  # the stream it had, if any, too
+                            return
+                        # Not acknowledged (in time): tried again.
+                        why = (
+                            f"was not acknowledged within {SUBSCRIBE_TIMEOUT:g} s"
+                            if isinstance(exc, TimeoutError)
+                            else f"could not be opened ({self._why(exc)})"
+                        )
+                        self._took(asked)
+                        lost = True
+                        delay = await self._listen_later(delay, why)
+                        continue
+                    # The new stream is open before the old one closes: nothing said between
+                    # (unless the old one ended meanwhile).
+                    if current is not None:
+                        lost = lost or ended.is_set()
+                        current.cancel()
+                    current, ended, began = scope, opened_ended, time.monotonic()
+                    listened = uris
+                    self._took(asked)
+                    self._honored(lists, uris, honored)
+                    if (first or lost) and (
+                        honored.tools_list_changed
+                        or honored.prompts_list_changed
+                        or honored.resources_list_changed
+                    ):
+                        self._relist.set()
+                    if lost and self.on_updated is not None:
+                        for uri in honored.resource_subscriptions or ():
+                            self.on_updated(uri)
+                    first = lost = False
+                    await self._rewatch.wait()
+        except Exception as exc:  # the connection is ending, or a fault here: tools still serve
+            log.info("server %s: not listening any more: %s", self.name, self._why(exc))
+        finally:
+            self._listener = None
+            self._took(self._asked)
+
+    async def _listen_later(self, delay: float, why: str) -> float:
+        """Wait ``delay`` seconds before a listen stream is opened again, then say why; the
+        next wait. Said after the wait: a stream that ended with its connection is not (the
+        connection's end cancels this first)."""
+        await anyio.sleep(delay)
+        log.warning(
+            "server %s: its listen stream %s; opened again after %g s", self.name, why, delay
+        )
+        return min(delay * 2, LISTEN_MAX)
+
+    async def _stream(
+        self,
+        session: ClientSession,
+        lists: dict[str, bool],
+        uris: list[str],
+        scope: anyio.CancelScope,
+        ended: anyio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[Any],
+    ) -> None:
+        """One listen stream: started once acknowledged (with what the server agreed to tell:
+        its ``honored`` filter), then each event it tells is taken, until it ends (``ended``
+        set, :meth:`_listening` woken) or ``scope`` is cancelled (it was replaced)."""
+        from mcp.client.subscriptions import ResourceUpdated, listen
+
+        with scope:
+            started = False
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    with anyio.fail_after(SUBSCRIBE_TIMEOUT):
+                        sub = await stack.enter_async_context(
+                            listen(
+                                session,
+                                tools_list_changed=lists["tools_list_changed"],
+                                prompts_list_changed=lists["prompts_list_changed"],
+                                resources_list_changed=lists["resources_list_changed"],
+                                resource_subscriptions=uris,
+                            )
+                        )
+                    task_status.started(sub.honored)
+                    started = True
+                    async for event in sub:
+                        if isinstance(event, ResourceUpdated):
+                            if self.on_updated is not None:
+                                self.on_updated(event.uri)
+                        else:
+                            self._relist.set()
+                    self._stream_end = "the server closed it"
+            except Exception as exc:
+                if not started:
+                    raise
+                self._stream_end = self._why(exc.__cause__ or exc)
+            ended.set()
+            self._rewatch.set()
+
+    def _honored(self, lists: dict[str, bool], uris: list[str], honored: Any) -> None:
+        """Note what the server did not agree to tell on a stream (it is not told then)."""
+        wire = {
+            "tools_list_changed": "its tools",
+            "prompts_list_changed": "its prompts",
+            "resources_list_changed": "its resources",
+        }
+        left = [wire[k] for k, on in lists.items() if on and not getattr(honored, k)]
+        agreed = set(honored.resource_subscriptions or ())
+        left += [repr(uri[:200]) for uri in uris if uri not in agreed]
+        if left:
+            log.info(
+                "server %s will not tell when these change: %s",
+                self.name,
+                self._sanitize(", ".join(left)),
             )
 
     # -- the server's requests (2025): forwarded to the client of the running call -----------------

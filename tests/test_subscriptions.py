@@ -511,3 +511,376 @@ async def test_a_gateway_with_nothing_subscribable_does_not_declare_subscription
         async with Client(server, mode="2026-07-28") as c:
             caps26 = (await c.session.send_discover("2026-07-28"))["capabilities"]
             assert caps26["resources"]["subscribe"] is False
+
+
+# --- a server mounted at 2026-07-28: it tells of changes on a subscriptions/listen stream -------
+
+#: A mounted server (the official SDK's low-level server) spoken to at 2026-07-28: it serves
+#: ``subscriptions/listen`` (the SDK's ListenHandler, so it declares ``tools.listChanged`` and
+#: ``resources.subscribe``) and notes each listen request's filter; ``grow`` lists one tool
+#: more and ``shrink`` one less, ``change`` says a URI changed, each on its listen streams (at
+#: this revision the SDK drops a bare notification on the connection); ``drop`` breaks every
+#: open stream with an error (a stream lost), ``crash`` exits. With ``refuse`` as its second
+#: argument it answers every listen request with an error; with ``http PORT`` it serves
+#: Streamable HTTP at ``http://127.0.0.1:PORT/mcp`` instead of stdio.
+UPSTREAM_2026 = """
+import json, os, sys
+import anyio
+import mcp_types as t
+from mcp import MCPError
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ToolsListChanged,
+)
+
+JOURNAL = sys.argv[1]
+REFUSE = sys.argv[2:] == ["refuse"]
+READ_ONLY = t.ToolAnnotations(read_only_hint=True)
+GROWN = []
+BUS = InMemorySubscriptionBus()
+SERVED = ListenHandler(BUS)
+DROPS = []
+
+
+def note(*what):
+    with open(JOURNAL, "a") as fh:
+        fh.write(json.dumps(what) + "\\n")
+
+
+async def listen(ctx, params):
+    note("listen", params.notifications.model_dump(by_alias=True, exclude_none=True))
+    if REFUSE:
+        raise MCPError(t.METHOD_NOT_FOUND, "no listening at /home/someone/secret here")
+    dropped = anyio.Event()
+    DROPS.append(dropped)
+    result = None
+    async with anyio.create_task_group() as tg:
+        async def serve():
+            nonlocal result
+            result = await SERVED(ctx, params)
+            tg.cancel_scope.cancel()
+        tg.start_soon(serve)
+        await dropped.wait()
+        tg.cancel_scope.cancel()
+    if result is None:
+        raise MCPError(t.INTERNAL_ERROR, "the stream broke")
+    return result
+
+
+async def list_resources(ctx, params):
+    return t.ListResourcesResult(resources=[t.Resource(uri="up://clock", name="clock")])
+
+
+async def list_templates(ctx, params):
+    room = t.ResourceTemplate(uri_template="up://rooms/{room}", name="room")
+    return t.ListResourceTemplatesResult(resource_templates=[room])
+
+
+async def read(ctx, params):
+    return t.ReadResourceResult(contents=[t.TextResourceContents(uri=params.uri, text="now")])
+
+
+async def list_tools(ctx, params):
+    schema = {"type": "object", "properties": {"uri": {"type": "string"}}}
+    names = ["crash", "grow", "shrink", "drop", *GROWN]
+    return t.ListToolsResult(tools=[
+        t.Tool(name="change", input_schema=schema, annotations=READ_ONLY),
+        *[t.Tool(name=n, input_schema={"type": "object"}, annotations=READ_ONLY) for n in names],
+    ])
+
+
+def done(text):
+    return t.CallToolResult(content=[t.TextContent(type="text", text=text)])
+
+
+async def call(ctx, params):
+    if params.name == "crash":
+        os._exit(3)
+    if params.name == "drop":
+        for dropped in DROPS:
+            dropped.set()
+        DROPS.clear()
+        return done("dropped")
+    if params.name in ("grow", "shrink"):
+        if params.name == "grow":
+            GROWN.append(f"grown{len(GROWN)}")
+        else:
+            GROWN.pop()
+        await BUS.publish(ToolsListChanged())
+        return done(params.name)
+    await BUS.publish(ResourceUpdated(params.arguments["uri"]))
+    return done("changed")
+
+
+server = Server(
+    "up26",
+    on_list_resources=list_resources,
+    on_list_resource_templates=list_templates,
+    on_read_resource=read,
+    on_list_tools=list_tools,
+    on_call_tool=call,
+    on_subscriptions_listen=listen,
+)
+
+
+async def main():
+    note("started")
+    async with stdio_server() as (r, w):
+        await server.run(r, w, server.create_initialization_options())
+
+
+if sys.argv[2:3] == ["http"]:
+    import uvicorn
+
+    note("started")
+    app = server.streamable_http_app(stateless_http=True, json_response=False)
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
+else:
+    anyio.run(main)
+"""
+
+
+class _Mounted2026(_Mounted):
+    """A stdio gateway mounting :data:`UPSTREAM_2026` with ``protocol = "2026-07-28"``."""
+
+    def __init__(self, tmp_path: Path, *extra: str) -> None:
+        super().__init__(tmp_path)
+        self.script.write_text(UPSTREAM_2026)
+        args = [str(self.script), str(self.journal_path), *extra]
+        self.config.write_text(
+            '[gateway]\nplugins = ["servers"]\n'
+            f"[servers.up]\ncommand = {json.dumps(sys.executable)}\n"
+            f'args = {json.dumps(args)}\nprotocol = "2026-07-28"\n'
+        )
+
+    def listens(self) -> list[dict[str, Any]]:
+        """The filter of each listen request the server got, in order."""
+        return [e[1] for e in self.journal() if e[0] == "listen"]
+
+    async def listened(self, expected: dict[str, Any]) -> None:
+        """Wait until the last listen request the server got asked for ``expected``."""
+        with anyio.fail_after(20):
+            while self.listens()[-1:] != [expected]:
+                await anyio.sleep(0.02)
+
+
+#: What the gateway listens for on :data:`UPSTREAM_2026`: the lists it declares may change (it
+#: lists no prompts, so it declares no ``prompts.listChanged``).
+LISTS = {"toolsListChanged": True, "resourcesListChanged": True}
+
+
+class _ToolsTold:
+    """How many times a 2025 client was told the tools changed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, t.ToolListChangedNotification):
+            self.count += 1
+
+    async def another(self, seen: int) -> None:
+        with anyio.fail_after(20):
+            while self.count <= seen:
+                await anyio.sleep(0.01)
+
+
+async def _names(c: Client) -> set[str]:
+    return {x.name for x in (await c.list_tools()).tools}
+
+
+async def test_a_2026_mounted_servers_tools_come_and_go_without_a_restart(tmp_path):
+    up = _Mounted2026(tmp_path)
+    told = _ToolsTold()
+    with anyio.fail_after(60):
+        async with Client(up.server(), mode="legacy", message_handler=told) as c:
+            assert {"grow", "shrink"} <= await _names(c)
+            await up.listened(LISTS)  # once it listed, the gateway listens
+            seen = told.count
+            await c.call_tool("grow", {})
+            await told.another(seen)
+            assert "grown0" in await _names(c)
+            seen = told.count
+            await c.call_tool("shrink", {})
+            await told.another(seen)
+            assert "grown0" not in await _names(c)
+        # One stream was enough: it was never opened again.
+        assert up.listens() == [LISTS]
+
+
+async def test_a_2026_client_is_told_on_its_listen_stream_when_a_2026_mounted_servers_tools_change(
+    tmp_path,
+):
+    up = _Mounted2026(tmp_path)
+    with anyio.fail_after(60):
+        async with Client(up.server(), mode="2026-07-28") as c:
+            assert "grown0" not in await _names(c)
+            await up.listened(LISTS)
+            async with c.listen(tools_list_changed=True) as sub:
+                await c.call_tool("grow", {})
+                with anyio.fail_after(20):
+                    assert await sub.__anext__() == ToolsListChanged()
+            assert "grown0" in await _names(c)
+
+
+class _Heard(_Told):
+    """The URIs a 2025 client is told changed, and how many times it was told the tools did."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools = _ToolsTold()
+
+    async def __call__(self, message: Any) -> None:
+        await super().__call__(message)
+        await self.tools(message)
+
+
+CLOCK = {**LISTS, "resourceSubscriptions": ["up://clock"]}
+
+
+async def test_a_2026_mounted_servers_updates_reach_the_subscribed_client_and_survive_its_restart(
+    tmp_path,
+):
+    up = _Mounted2026(tmp_path)
+    told = _Told()
+    with anyio.fail_after(90):
+        async with Client(up.server(), mode="legacy", message_handler=told) as c:
+            caps = c.session.server_capabilities
+            assert caps is not None and caps.resources is not None
+            assert caps.resources.subscribe is True
+            await c.list_tools()  # the server listed: its resources are known
+            await up.listened(LISTS)
+            # A subscription opens the stream again with the URI, before it is answered.
+            await c.subscribe_resource("up://clock")
+            assert up.listens()[-1] == CLOCK
+            # A second subscription of the same URI does not open it again.
+            await c.subscribe_resource("up://clock")
+            await c.subscribe_resource("up://rooms/blue")
+            rooms = {**LISTS, "resourceSubscriptions": ["up://clock", "up://rooms/blue"]}
+            assert up.listens() == [LISTS, CLOCK, rooms]
+            await c.call_tool("change", {"uri": "up://clock"})
+            assert await told.next() == "up://clock"
+            # What the server says of a URI nobody subscribed to is told to no one.
+            await c.call_tool("change", {"uri": "up://rooms/red"})
+            await c.call_tool("change", {"uri": "up://rooms/blue"})
+            assert await told.next() == "up://rooms/blue"
+            assert told.uris == []
+            # The last subscriber gone, the stream is opened again without the URI.
+            await c.unsubscribe_resource("up://rooms/blue")
+            assert up.listens()[-1] == CLOCK
+            # Started again, the server is listened to for what is still subscribed.
+            assert (await c.call_tool("crash", {})).is_error
+            with anyio.fail_after(20):
+                while up.journal().count(["started"]) < 2 or up.journal()[-1:] != [
+                    ["listen", CLOCK]
+                ]:
+                    await anyio.sleep(0.02)
+            assert up.journal()[-2] == ["started"]
+            for _ in range(100):  # its tools are back once it listed them
+                changed = await c.call_tool("change", {"uri": "up://clock"})
+                if not changed.is_error:
+                    break
+                await anyio.sleep(0.1)
+            assert await told.next() == "up://clock"
+            assert told.uris == []
+
+
+async def test_a_lost_listen_stream_is_opened_again_and_what_it_may_have_missed_is_told(
+    tmp_path,
+):
+    up = _Mounted2026(tmp_path)
+    heard = _Heard()
+    with anyio.fail_after(60):
+        async with Client(up.server(), mode="legacy", message_handler=heard) as c:
+            await c.list_tools()
+            await c.subscribe_resource("up://clock")
+            assert up.listens()[-1] == CLOCK
+            # The server breaks the stream: its tools still serve, and it is listened to again.
+            assert not (await c.call_tool("drop", {})).is_error
+            with anyio.fail_after(20):
+                while len(up.listens()) < 3:
+                    await anyio.sleep(0.02)
+            assert up.listens()[-1] == CLOCK  # the same filter again
+            # What changed meanwhile was not told: a subscribed client is told to read again.
+            assert await heard.next() == "up://clock"
+            seen = heard.tools.count
+            await c.call_tool("grow", {})
+            await heard.tools.another(seen)
+            assert "grown0" in await _names(c)
+            await c.call_tool("change", {"uri": "up://clock"})
+            assert await heard.next() == "up://clock"
+            assert heard.uris == []
+    assert len(up.listens()) == 3
+
+
+async def test_a_2026_mounted_server_that_refuses_to_listen_is_noted_once_and_still_serves(
+    tmp_path, caplog
+):
+    from gateway.app import build_gateway
+    from gateway.config import load_config
+    from gateway.server import build_server
+
+    up = _Mounted2026(tmp_path, "refuse")
+    env = gateway_env(XDG_STATE_HOME=str(tmp_path))
+    gw = build_gateway(load_config(up.config, env=env, cwd=tmp_path))
+    refused = "refused subscriptions/listen"
+    async with gw:
+        with anyio.fail_after(30):
+            async with Client(build_server(gw, stdio_session=True), mode="legacy") as c:
+                await up.listened(LISTS)
+                while not any(refused in r.getMessage() for r in caplog.records):
+                    await anyio.sleep(0.02)
+                # Its resources may still be subscribed to (it declares so); nobody is told.
+                await c.subscribe_resource("up://clock")
+                changed = await c.call_tool("change", {"uri": "up://clock"})
+                assert not changed.is_error
+                assert "grow" in await _names(c)
+    # Not asked again on that connection, and said once, without the server's paths.
+    assert up.listens() == [LISTS]
+    [said] = [r.getMessage() for r in caplog.records if refused in r.getMessage()]
+    assert said.startswith("server up refused subscriptions/listen")
+    assert "no listening at" in said and "/home/someone" not in said
+
+
+async def test_a_2026_server_mounted_over_http_is_listened_to_as_well(tmp_path):
+    import socket
+    import subprocess
+
+    from services import free_port
+
+    up = _Mounted2026(tmp_path)
+    port = free_port()
+    served = subprocess.Popen(
+        [sys.executable, str(up.script), str(up.journal_path), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with anyio.fail_after(60):
+            while True:
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                await anyio.sleep(0.05)
+        up.config.write_text(
+            '[gateway]\nplugins = ["servers"]\n[servers.up]\ntype = "http"\n'
+            f'url = "http://127.0.0.1:{port}/mcp"\nprotocol = "2026-07-28"\n'
+        )
+        heard = _Heard()
+        with anyio.fail_after(60):
+            async with Client(up.server(), mode="legacy", message_handler=heard) as c:
+                assert "grown0" not in await _names(c)
+                await up.listened(LISTS)
+                await c.subscribe_resource("up://clock")
+                assert up.listens()[-1] == CLOCK
+                seen = heard.tools.count
+                await c.call_tool("grow", {})
+                await heard.tools.another(seen)
+                assert "grown0" in await _names(c)
+                await c.call_tool("change", {"uri": "up://clock"})
+                assert await heard.next() == "up://clock"
+                assert heard.uris == []
+    finally:
+        served.terminate()
+        served.wait(10)
