@@ -430,7 +430,7 @@ class Mounts:
                     [HealthCheck("ping", upstream.ping, backend=spec.name, timeout=5.0)],
                 )
             taken.add(spec.name)
-            self.loader.records.append(record)
+            self.loader.keep(record)
             self.records[spec.name] = record
 
     def _secrets(self, spec: ServerSpec) -> None:

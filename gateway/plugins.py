@@ -270,6 +270,9 @@ class PluginLoader:
         )
         self.prompts = prompts or PromptRegistry()
         self.resources = resources or ResourceRegistry()
+        # One order of the sources for every listing: the order they are loaded or mounted in
+        # (see keep), not the order their workers and servers happen to answer in.
+        self.prompts.order = self.resources.order = self.registry.order
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
         folder = cache_folder(config)
@@ -335,7 +338,7 @@ class PluginLoader:
         for src in plan:
             record = workers.get(id(src))
             if record is not None:
-                self.records.append(record)
+                self.keep(record)
             else:
                 self._load_one(src, selectable=True)
         self.refresh_withheld()
@@ -407,10 +410,15 @@ class PluginLoader:
             )
         return []
 
+    def keep(self, rec: PluginRecord) -> None:
+        """A source's record, in the order its tools, prompts and resources are listed in."""
+        self.records.append(rec)
+        self.registry.order.setdefault(rec.name, len(self.registry.order))
+
     def _skip(self, src: PluginSource, state: PluginState, reason: str) -> None:
         rec = PluginRecord(src.name, src.version, state, self.sanitizer(reason), source=src.origin)
         rec.summary = src.summary
-        self.records.append(rec)
+        self.keep(rec)
         log.error("plugin %s (%s) not loaded: %s", src.name, src.origin, rec.reason)
 
     def refresh_withheld(self) -> None:
@@ -467,7 +475,7 @@ class PluginLoader:
     def _load_one(self, src: PluginSource, *, selectable: bool) -> None:
         rec = PluginRecord(src.name, src.version, PluginState.LOADED, source=src.origin)
         rec.summary = src.summary
-        self.records.append(rec)
+        self.keep(rec)
         if selectable:
             why = self._selected(src.name)
             if why:

@@ -165,6 +165,8 @@ class PromptRegistry:
     def __init__(self) -> None:
         self._prompts: dict[str, RegisteredPrompt] = {}
         self._claims: dict[str, list[RegisteredPrompt]] = {}
+        #: each source's place in a listing (as the tool registry's ``order``)
+        self.order: dict[str, int] = {}
 
     def add_all(self, prompts: list[RegisteredPrompt]) -> None:
         seen: set[str] = set()
@@ -195,7 +197,8 @@ class PromptRegistry:
         for name, claims in self._claims.items():
             if len(claims) == 1 and name not in self._prompts:
                 out[name] = claims[0]
-        return out
+        last = len(self.order)
+        return dict(sorted(out.items(), key=lambda kv: self.order.get(kv[1].plugin.name, last)))
 
     def withheld(self, plugin: str) -> dict[str, str]:
         """This source's prompts another's claim keeps from serving, and why."""

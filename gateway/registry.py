@@ -628,6 +628,9 @@ class Registry:
         self._tools: dict[str, RegisteredTool] = {}
         self._claims: dict[str, list[RegisteredTool]] = {}  # every registration of a name
         self._held: dict[str, dict[str, str]] = {}  # plugin → tool names it keeps back, why
+        #: each source's place in a listing (:meth:`gateway.plugins.PluginLoader.keep`): the
+        #: tools are listed in it, each source's in the order it registered them
+        self.order: dict[str, int] = {}
 
     def add_all(self, tools: list[RegisteredTool]) -> None:
         """Add one plugin's tools; a name registered twice by the plugin refuses the lot."""
@@ -705,4 +708,5 @@ class Registry:
         return self._tools.get(name)
 
     def all(self) -> list[RegisteredTool]:
-        return list(self._tools.values())
+        last = len(self.order)
+        return sorted(self._tools.values(), key=lambda t: self.order.get(t.plugin.name, last))

@@ -342,6 +342,8 @@ class ResourceRegistry:
 
     def __init__(self) -> None:
         self._claims: dict[str, list[RegisteredResource]] = {}
+        #: each source's place in a listing (as the tool registry's ``order``)
+        self.order: dict[str, int] = {}
         #: who is subscribed to which of them
         self.subscriptions = ResourceSubscriptions(self)
 
@@ -364,7 +366,9 @@ class ResourceRegistry:
         self.subscriptions.forget()
 
     def served(self) -> list[RegisteredResource]:
-        return [claims[0] for claims in self._claims.values() if len(claims) == 1]
+        last = len(self.order)
+        served = [claims[0] for claims in self._claims.values() if len(claims) == 1]
+        return sorted(served, key=lambda r: self.order.get(r.plugin, last))
 
     def resources(self) -> list[RegisteredResource]:
         return [r for r in self.served() if not r.template]

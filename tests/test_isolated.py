@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import gateway_env
+from fixture_plugins import _HEADER as _FIXTURE_HEADER
 from fixture_plugins import FAULTS, GOOD, HAZARDS, ISOLATED, OVERSIZED, PATCHER, SVC, TAMPERER
 from mcp import Client, MCPError, StdioServerParameters
 from test_stopping import HOOKS, RAISES, _raising_plugin
@@ -231,6 +232,51 @@ def test_claude_config_copies_an_isolated_plugins_settings_as_for_one_in_process
     assert here["ISO_GREETING"] == "hi" and here["ISO_TOKEN"] == "${ISO_TOKEN}"
     assert here["ISO_MARKER"] == marker and here["SVC_URL"] == "http://127.0.0.1:9"
     assert there == here
+
+
+#: A plugin whose import takes as many seconds as a file beside its module says (none: at once).
+SLOW_TO_LOAD = (
+    _FIXTURE_HEADER
+    + """
+import time
+from pathlib import Path
+_DELAY = Path(__file__).with_suffix(".delay")
+if _DELAY.exists():
+    time.sleep(float(_DELAY.read_text()))
+
+@hookimpl
+def register_tools(register):
+    register(echo_spec(__name__ + "_one"))
+    register(echo_spec(__name__ + "_two"))
+"""
+)
+
+
+def test_a_listing_is_in_the_sources_order_whichever_worker_answers_first(plugin_site, tmp_path):
+    # Workers answer in any order: the tools' order in a listing (what the model is told, and
+    # what a client's prompt cache keys on) must not change from one start to the next.
+    site = plugin_site("gwfx-first", {"first": "gwfx_first"}, {"gwfx_first": SLOW_TO_LOAD})
+    plugin_site("gwfx-second", {"second": "gwfx_second"}, {"gwfx_second": SLOW_TO_LOAD})
+
+    def listed(delays: dict[str, float]) -> tuple[list[str], list[str]]:
+        for name in ("first", "second"):
+            marker = site / f"gwfx_{name}.delay"
+            marker.unlink(missing_ok=True)
+            if name in delays:
+                marker.write_text(str(delays[name]))
+        gw = _gateway(tmp_path, ["first", "second"], ["first", "second"])
+        order = [p.name for p in gw.plugins if p.name in ("first", "second")]
+
+        async def tools() -> list[str]:
+            async with gw:
+                return [t.plugin.name for t in gw.registry.all() if t.plugin.name in order]
+
+        return order, anyio.run(tools)
+
+    order, _ = listed({})
+    # The source listed first is the one slow to load: its worker answers last.
+    order, sources = listed({order[0]: 1.5})
+    assert sources == [order[0], order[0], order[1], order[1]]
 
 
 def test_a_worker_is_handed_its_settings_before_the_event_loop_runs(iso, plugin_site, tmp_path):
