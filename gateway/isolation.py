@@ -105,7 +105,6 @@ START_SECONDS = 15.0
 #: :data:`gateway.upstream.INHERITED` for what every stdio process gets.
 _WORKER_ENV = ("TMPDIR", "TEMP", "TMP")
 _WORKER_PREFIXES = ("XDG_", "PYTHON")
-#: Variables never handed to a worker, whatever its plugin declares: the gateway's own.
 _LEVELS = {name: getattr(logging, name) for name in ("DEBUG", "INFO", "WARNING", "ERROR")}
 _LEVELS["CRITICAL"] = logging.CRITICAL
 
