@@ -206,10 +206,26 @@ async def test_a_2026_client_listens_on_stdio_to_what_it_asked_for(watch, tmp_pa
                 assert await two.__anext__() == ResourceUpdated("watch://items/2")
 
 
+#: What both mounted servers below serve of resources: one resource, one template.
+_UPSTREAM_RESOURCES = """
+async def list_resources(ctx, params):
+    return t.ListResourcesResult(resources=[t.Resource(uri="up://clock", name="clock")])
+
+
+async def list_templates(ctx, params):
+    room = t.ResourceTemplate(uri_template="up://rooms/{room}", name="room")
+    return t.ListResourceTemplatesResult(resource_templates=[room])
+
+
+async def read(ctx, params):
+    return t.ReadResourceResult(contents=[t.TextResourceContents(uri=params.uri, text="now")])
+"""
+
 #: A mounted server (the official SDK's low-level server) whose resources are subscribable: it
 #: notes each subscribe and unsubscribe it gets, says a URI changed when ``change`` is called,
 #: lists one tool more and says so on ``grow``, and exits on ``crash``.
-UPSTREAM = """
+UPSTREAM = (
+    """
 import json, os, sys
 import anyio
 import mcp_types as t
@@ -226,18 +242,9 @@ def note(*what):
         fh.write(json.dumps(what) + "\\n")
 
 
-async def list_resources(ctx, params):
-    return t.ListResourcesResult(resources=[t.Resource(uri="up://clock", name="clock")])
-
-
-async def list_templates(ctx, params):
-    room = t.ResourceTemplate(uri_template="up://rooms/{room}", name="room")
-    return t.ListResourceTemplatesResult(resource_templates=[room])
-
-
-async def read(ctx, params):
-    return t.ReadResourceResult(contents=[t.TextResourceContents(uri=params.uri, text="now")])
-
+"""
+    + _UPSTREAM_RESOURCES
+    + """
 
 async def subscribe(ctx, params):
     note("subscribe", str(params.uri))
@@ -289,6 +296,7 @@ async def main():
 
 anyio.run(main)
 """
+)
 
 
 class _Mounted:
@@ -523,7 +531,8 @@ async def test_a_gateway_with_nothing_subscribable_does_not_declare_subscription
 #: open stream with an error (a stream lost), ``crash`` exits. With ``refuse`` as its second
 #: argument it answers every listen request with an error; with ``http PORT`` it serves
 #: Streamable HTTP at ``http://127.0.0.1:PORT/mcp`` instead of stdio.
-UPSTREAM_2026 = """
+UPSTREAM_2026 = (
+    """
 import json, os, sys
 import anyio
 import mcp_types as t
@@ -568,18 +577,9 @@ async def listen(ctx, params):
     return result
 
 
-async def list_resources(ctx, params):
-    return t.ListResourcesResult(resources=[t.Resource(uri="up://clock", name="clock")])
-
-
-async def list_templates(ctx, params):
-    room = t.ResourceTemplate(uri_template="up://rooms/{room}", name="room")
-    return t.ListResourceTemplatesResult(resource_templates=[room])
-
-
-async def read(ctx, params):
-    return t.ReadResourceResult(contents=[t.TextResourceContents(uri=params.uri, text="now")])
-
+"""
+    + _UPSTREAM_RESOURCES
+    + """
 
 async def list_tools(ctx, params):
     schema = {"type": "object", "properties": {"uri": {"type": "string"}}}
@@ -639,6 +639,7 @@ if sys.argv[2:3] == ["http"]:
 else:
     anyio.run(main)
 """
+)
 
 
 class _Mounted2026(_Mounted):
