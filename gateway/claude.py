@@ -216,6 +216,12 @@ def claude_config(gateway: Gateway, name: str, *, config_path: str | None = None
     ask = sorted(full_tool_name(safe, t.name) for t in tools if t.tier is Tier.MUTATION)
     confirmed = sorted(t.name for t in tools if t.person_must_approve)
     warnings = list(plugins.warnings)
+    warnings += [
+        f"MCP server {server!r}: none of its tools is approved yet, so the settings allow or ask "
+        f"for none of them; `mcp-gateway servers approve {server}` starts it and records its "
+        "tools: then run claude-config again"
+        for server in gateway.mounts.unapproved()
+    ]
     too_long = sorted(t.name for t in tools if len(full_tool_name(safe, t.name)) > MAX_FULL_NAME)
     if too_long:
         longest = max(len(t.name) for t in tools)

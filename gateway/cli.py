@@ -519,6 +519,13 @@ def _tools_command(
                 ["TOOL", "PLUGIN", "TIER", "TITLE"],
             )
         )
+    unapproved = gateway.mounts.unapproved()
+    if unapproved:  # described from their approvals, started by nothing here: say why none
+        sys.stderr.write(
+            f"mcp-gateway: note: no tool of {', '.join(unapproved)} is approved yet, so none is "
+            "listed; `mcp-gateway servers approve` starts the servers and records their tools "
+            '(serve does the first time each answers, unless its pin is "approve")\n'
+        )
     return 0
 
 

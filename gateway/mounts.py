@@ -720,17 +720,28 @@ class Mounts:
         """The approved tools of servers that have not listed theirs in this process, from
         their pin files (nothing started): what ``claude-config`` describes."""
         out: list[MountedTool] = []
+        for record, approved in self._unlisted():
+            if approved:
+                listed = [dict(d) for d in approved.values()]
+                out += self.screen(record, listed, record_first_use=False).tools
+        return out
+
+    def unapproved(self) -> list[str]:
+        """The servers of which nothing can be described without starting them: none of their
+        tools is approved yet (or their file of approvals is not trusted)."""
+        return [record.name for record, approved in self._unlisted() if not approved]
+
+    def _unlisted(self) -> list[tuple[ServerRecord, dict[str, Any] | None]]:
+        """The enabled, pinned servers that have not listed their tools in this process, with
+        what their file approves (``None``: a file that approves nothing, being untrusted)."""
+        out: list[tuple[ServerRecord, dict[str, Any] | None]] = []
         for record in self.records.values():
             if record.upstream is None or record.listing is not None or not record.pinned:
                 continue
             try:
-                approved = self.pins.read(record.name)
+                out.append((record, self.pins.read(record.name)))
             except Untrusted:
-                continue
-            if not approved:
-                continue
-            listed = [dict(d) for d in approved.values()]
-            out += self.screen(record, listed, record_first_use=False).tools
+                out.append((record, None))
         return out
 
     # -- approving ------------------------------------------------------------------------------

@@ -828,6 +828,15 @@ def test_servers_approve_and_claude_config_through_the_cli(tmp_path, upstreams):
     config = write_config(tmp_path, {"up": {**upstreams.table(), "pin": "approve"}})
     before = run_cli(tmp_path, env, "--config", str(config), "tools")
     assert before.returncode == 0 and "echo" not in before.stdout  # nothing approved yet
+    # ...which both commands say, with what to run, rather than leave the server out unsaid.
+    assert "no tool of up is approved yet" in before.stderr, before.stderr
+    unsettled = run_cli(tmp_path, env, "--config", str(config), "claude-config", "--json")
+    assert unsettled.returncode == 0, unsettled.stderr
+    assert json.loads(unsettled.stdout)["warnings"] == [
+        "MCP server 'up': none of its tools is approved yet, so the settings allow or ask for "
+        "none of them; `mcp-gateway servers approve up` starts it and records its tools: then "
+        "run claude-config again"
+    ]
     approved = run_cli(tmp_path, env, "--config", str(config), "servers", "approve")
     assert approved.returncode == 0, approved.stderr
     assert approved.stdout == f"up: approved {len(TOOLS)} tools; none were approved before\n"
@@ -846,6 +855,7 @@ def test_servers_approve_and_claude_config_through_the_cli(tmp_path, upstreams):
     assert {"mcp__gateway__echo", "mcp__gateway__env"} <= set(permissions["allow"])
     assert {"mcp__gateway__sleep", "mcp__gateway__crash"} <= set(permissions["ask"])
     assert {t["name"]: t["tier"] for t in json.loads(listed.stdout)}["sleep"] == "mutation"
+    assert "approved yet" not in settings.stderr + listed.stderr
     # Both from the approved definitions: no server was started for them.
     assert len(upstreams.journal()) == started
 
