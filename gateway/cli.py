@@ -557,6 +557,9 @@ def _health_command(
                 _check_started(gateway, config)
             except ConfigError as exc:  # reported with the rest, then exit 2
                 late.append(exc)
+            # Mounted servers start with the gateway: each is checked once it answered (or
+            # its list_wait passed), not failed for still starting.
+            await gateway.settled()
             return await gateway.check_health(use_cache=False)
 
     checks = anyio.run(run_health)

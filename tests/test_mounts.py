@@ -860,6 +860,15 @@ def test_servers_approve_and_claude_config_through_the_cli(tmp_path, upstreams):
     assert len(upstreams.journal()) == started
 
 
+def test_health_checks_a_mounted_server_once_it_answered_not_while_it_starts(tmp_path, upstreams):
+    env = gateway_env(MCP_GATEWAY_PLUGINS="servers")
+    config = write_config(tmp_path, {"up": upstreams.table(start_delay=1.0)})
+    checked = run_cli(tmp_path, env, "--config", str(config), "health", "--json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    [ping] = [c for c in json.loads(checked.stdout)["checks"] if c["plugin"] == "up"]
+    assert ping["status"] == "ok", ping
+
+
 @pytest.mark.e2e
 async def test_a_call_the_client_cancels_is_cancelled_upstream(tmp_path, upstreams):
     from mcp import Client, StdioServerParameters
