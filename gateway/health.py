@@ -168,6 +168,8 @@ class HealthMonitor:
         self.breaker_reset_seconds = breaker_reset_seconds
         self.clock = clock
         self._checks: list[tuple[str, HealthCheck]] = []
+        #: each source's place in a report (as the tool registry's ``order``)
+        self.order: dict[str, int] = {}
         self._cache: dict[tuple[str, str], tuple[float, HealthResult]] = {}
         self._breakers: dict[str, Breaker] = {}
         self._unconfigured: dict[str, str] = {}
@@ -216,7 +218,8 @@ class HealthMonitor:
             del self._cache[key]
 
     def checks(self) -> list[tuple[str, HealthCheck]]:
-        return list(self._checks)
+        last = len(self.order)
+        return sorted(self._checks, key=lambda pc: self.order.get(pc[0], last))
 
     def users(self, check: HealthCheck, owner: str) -> list[str]:
         """The plugins a check reports for: its owner and any that share it."""
@@ -391,7 +394,7 @@ class HealthMonitor:
 
     async def run(self, *, plugin: str | None = None, use_cache: bool = True) -> list[HealthResult]:
         """Run the checks (of one plugin, or all) concurrently, each under its timeout."""
-        selected = [(p, c) for p, c in self._checks if plugin is None or p == plugin]
+        selected = [(p, c) for p, c in self.checks() if plugin is None or p == plugin]
         results: list[HealthResult | None] = [None] * len(selected)
         now = self.clock()
 

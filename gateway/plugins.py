@@ -270,9 +270,9 @@ class PluginLoader:
         )
         self.prompts = prompts or PromptRegistry()
         self.resources = resources or ResourceRegistry()
-        # One order of the sources for every listing: the order they are loaded or mounted in
-        # (see keep), not the order their workers and servers happen to answer in.
-        self.prompts.order = self.resources.order = self.registry.order
+        # One order of the sources for every listing and report: the order they are loaded or
+        # mounted in (see keep), not the order their workers and servers happen to answer in.
+        self.prompts.order = self.resources.order = self.health.order = self.registry.order
         self.pm = new_plugin_manager()
         self.records: list[PluginRecord] = []
         folder = cache_folder(config)

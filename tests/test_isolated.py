@@ -248,6 +248,13 @@ if _DELAY.exists():
 def register_tools(register):
     register(echo_spec(__name__ + "_one"))
     register(echo_spec(__name__ + "_two"))
+
+async def fine():
+    return None
+
+@hookimpl
+def register_health_checks(register):
+    register(HealthCheck(name="fine", check=fine))
 """
 )
 
@@ -269,14 +276,17 @@ def test_a_listing_is_in_the_sources_order_whichever_worker_answers_first(plugin
 
         async def tools() -> list[str]:
             async with gw:
-                return [t.plugin.name for t in gw.registry.all() if t.plugin.name in order]
+                listing = [t.plugin.name for t in gw.registry.all() if t.plugin.name in order]
+                report = [r.plugin for r in await gw.check_health() if r.plugin in order]
+                return listing + report
 
         return order, anyio.run(tools)
 
     order, _ = listed({})
-    # The source listed first is the one slow to load: its worker answers last.
+    # The source listed first is the one slow to load: its worker answers last. Its tools are
+    # listed first still, and its health check reported first.
     order, sources = listed({order[0]: 1.5})
-    assert sources == [order[0], order[0], order[1], order[1]]
+    assert sources == [order[0], order[0], order[1], order[1], order[0], order[1]]
 
 
 def test_a_worker_is_handed_its_settings_before_the_event_loop_runs(iso, plugin_site, tmp_path):
