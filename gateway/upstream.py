@@ -1168,9 +1168,6 @@ class Upstream:
         backoff, then the lists are asked again and each URI watched is told changed (what
         was said meanwhile is not replayed); a server that refuses to listen is noted once.
         Its tools serve throughout: nothing here breaks the connection."""
-        import mcp_types as t
-        from mcp import MCPError
-
         caps = session.server_capabilities
         lists = {
             "tools_list_changed": bool(caps and caps.tools and caps.tools.list_changed),
@@ -1218,23 +1215,10 @@ class Upstream:
                             self._stream, session, lists, uris, scope, opened_ended
                         )
                     except Exception as exc:
-                        if isinstance(exc, MCPError) and exc.error.code != t.CONNECTION_CLOSED:
-                            # It answered with an error: it does not listen, asked again or not.
-                            log.warning(
-                                "server %s refused subscriptions/listen, so the gateway is not "
-                                "told when its lists or resources change (until it is started "
-                                "again): %s",
-                                self.name,
-                                self._why(exc),
-                            )
+                        why = self._unopened(exc)
+                        if why is None:  # refused: not asked again on this connection
                             tg.cancel_scope.cancel()  # the stream it had, if any, too
                             return
-                        # Not acknowledged (in time): tried again.
-                        why = (
-                            f"was not acknowledged within {SUBSCRIBE_TIMEOUT:g} s"
-                            if isinstance(exc, TimeoutError)
-                            else f"could not be opened ({self._why(exc)})"
-                        )
                         self._took(asked)
                         lost = True
                         delay = await self._listen_later(delay, why)
@@ -1248,15 +1232,7 @@ class Upstream:
                     listened = uris
                     self._took(asked)
                     self._honored(lists, uris, honored)
-                    if (first or lost) and (
-                        honored.tools_list_changed
-                        or honored.prompts_list_changed
-                        or honored.resources_list_changed
-                    ):
-                        self._relist.set()
-                    if lost and self.on_updated is not None:
-                        for uri in honored.resource_subscriptions or ():
-                            self.on_updated(uri)
+                    self._caught_up(honored, first=first, lost=lost)
                     first = lost = False
                     await self._rewatch.wait()
         except Exception as exc:  # the connection is ending, or a fault here: tools still serve
@@ -1264,6 +1240,38 @@ class Upstream:
         finally:
             self._listener = None
             self._took(self._asked)
+
+    def _unopened(self, exc: Exception) -> str | None:
+        """Why a listen stream was not opened, to be tried again; ``None`` when the server
+        answered with an error (it does not listen, asked again or not: said once)."""
+        import mcp_types as t
+        from mcp import MCPError
+
+        if isinstance(exc, MCPError) and exc.error.code != t.CONNECTION_CLOSED:
+            log.warning(
+                "server %s refused subscriptions/listen, so the gateway is not told when its "
+                "lists or resources change (until it is started again): %s",
+                self.name,
+                self._why(exc),
+            )
+            return None
+        if isinstance(exc, TimeoutError):
+            return f"was not acknowledged within {SUBSCRIBE_TIMEOUT:g} s"
+        return f"could not be opened ({self._why(exc)})"
+
+    def _caught_up(self, honored: Any, *, first: bool, lost: bool) -> None:
+        """A stream is open: what may have changed unsaid is asked for. After the listing (the
+        first stream of a connection), the lists again; after a stream was lost, the lists and
+        each URI it listens for, told changed (nothing said meanwhile is replayed)."""
+        if (first or lost) and (
+            honored.tools_list_changed
+            or honored.prompts_list_changed
+            or honored.resources_list_changed
+        ):
+            self._relist.set()
+        if lost and self.on_updated is not None:
+            for uri in honored.resource_subscriptions or ():
+                self.on_updated(uri)
 
     async def _listen_later(self, delay: float, why: str) -> float:
         """Wait ``delay`` seconds before a listen stream is opened again, then say why; the
