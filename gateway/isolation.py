@@ -460,6 +460,7 @@ class Workers:
             retry_unanswered=False,
             answers_inputs=True,
             errors=_said,
+            quiet_start=True,
         )
         self.records[src.name] = record
         self.mounts.add_record(record)

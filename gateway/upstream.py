@@ -706,7 +706,9 @@ class Upstream:
     ``answers_inputs``: at 2025-11-25 too it asks the client with input-required results and
     takes the answers in the request made again, as at 2026-07-28 (a plugin's worker, which
     never asks over its connection). ``errors``: reads an error it answered as the gateway's
-    own error (a worker's), else ``None``."""
+    own error (a worker's), else ``None``. ``quiet_start``: its first connection is logged
+    at DEBUG, a restart's at INFO (a plugin's worker: loading a plugin in process is not
+    announced either)."""
 
     def __init__(
         self,
@@ -725,8 +727,10 @@ class Upstream:
         retry_unanswered: bool = True,
         answers_inputs: bool = False,
         errors: Callable[[Any], GatewayError | None] | None = None,
+        quiet_start: bool = False,
     ) -> None:
         self.spec = spec
+        self._quiet_start = quiet_start
         self.name = spec.name
         self.title = title or f"MCP server {spec.name!r}"
         self._prepare = prepare
@@ -901,7 +905,8 @@ class Upstream:
                     self.answered_at = time.monotonic()
                     self.answered.set()
                     self.settled.set()
-                log.info(
+                log.log(
+                    logging.DEBUG if self._quiet_start and not self.restarts else logging.INFO,
                     "%s is up: %s %s, %d tools",
                     self.title,
                     listing.server_name,

@@ -494,10 +494,21 @@ def hazards(plugin_site: Any) -> None:
 
 @pytest.mark.parametrize("how", ["exit", "term"])
 async def test_a_worker_that_ends_is_started_again_its_tools_unavailable_meanwhile(
-    hazards, tmp_path, how
+    hazards, tmp_path, how, caplog
 ):
+    caplog.set_level(logging.INFO, logger="gateway.upstream")
+
+    def announced() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.levelno >= logging.INFO and r.getMessage().startswith("plugin 'hz' is up")
+        ]
+
     gw = make_gateway(plugins=["hz", "good"], isolate=["hz"], cwd=tmp_path)
     async with gw:
+        # Loaded as a plugin in process is: not announced. Started again: said.
+        assert announced() == []
         before = (await gw.call("hz_pid", {})).payload["pid"]
         if how == "exit":
             ended = await gw.call("hz_exit", {})
@@ -515,6 +526,10 @@ async def test_a_worker_that_ends_is_started_again_its_tools_unavailable_meanwhi
         after = (await gw.call("hz_pid", {})).payload["pid"]
         assert after != before
         assert _worker(gw, "hz").upstream.restarts == 1  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            while not announced():
+                await anyio.sleep(0.05)
+        assert len(announced()) == 1
 
 
 @pytest.mark.parametrize("how", ["int", "interrupt_main"])
