@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import string
 from urllib.parse import quote
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
 from gateway import ErrorCode, GatewayError, Tier, ToolSpec, hookimpl
-from gateway.errors import Sanitizer
+from gateway.errors import _CREDENTIAL_WORD, Sanitizer
 from gateway.logs import RedactingFormatter
 from gateway.testing import make_gateway
 
@@ -557,8 +558,12 @@ credential_key = st.sampled_from(
         "accessToken",
     ]
 )
-plain_word = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=19).map(
-    lambda w: w.capitalize() if len(w) % 2 else w
+plain_word = (
+    st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=19)
+    .map(lambda w: w.capitalize() if len(w) % 2 else w)
+    # A word that names a credential itself ("credential 000000") is a key, and what follows
+    # it a value: not prose.
+    .filter(lambda w: re.fullmatch(_CREDENTIAL_WORD, w, re.IGNORECASE) is None)
 )
 
 
