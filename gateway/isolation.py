@@ -269,6 +269,10 @@ class WorkerRecord(ServerRecord):
     workers: Workers | None = None
     #: its first LOAD exchange, while the gateway starts (taken by its first connection)
     first_load: FirstLoad | None = None
+    #: its resident memory in bytes once loaded, before any call (measured at each start)
+    loaded_memory: int | None = None
+    #: it was told that its memory once loaded is past max_worker_memory_mb
+    memory_told: bool = False
 
     @property
     def label(self) -> str:
@@ -555,6 +559,7 @@ class Workers:
             raise Abandon(reason)
         self._take(record, loaded)
         record.loaded = True
+        record.loaded_memory = process.memory()
 
     async def _hand_over(self, record: WorkerRecord, process: ServerProcess) -> dict[str, Any]:
         """The LOAD exchange over the connection: its last answer."""
@@ -926,10 +931,25 @@ class Workers:
         process.kill()
 
     def _mind_memory(self, record: WorkerRecord) -> None:
-        """Between calls: a worker grown past ``max_worker_memory_mb`` is started again."""
+        """Between calls: a worker grown past ``max_worker_memory_mb`` is started again. One
+        past it as soon as it loaded is not (starting it again would bring it under the limit
+        for no call); the log says so once."""
         limit = self.config.max_worker_memory_mb
         upstream = record.upstream
         if not limit or upstream is None or upstream.process is None:
+            return
+        loaded = record.loaded_memory
+        if loaded is not None and loaded > limit * 1024 * 1024:
+            if not record.memory_told:
+                record.memory_told = True
+                log.warning(
+                    "plugin %s takes %.0f MB once loaded, past max_worker_memory_mb = %d: "
+                    "starting it again cannot bring it under, so it is not; set the limit "
+                    "above what it needs (gateway_status shows each worker's memory_mb)",
+                    record.name,
+                    loaded / (1024 * 1024),
+                    limit,
+                )
             return
         if record.recycle_due is None:
             memory = upstream.process.memory()

@@ -590,6 +590,23 @@ async def test_a_worker_past_its_memory_limit_is_started_again_between_calls(haz
         assert upstream is not None and upstream.restarts == 0  # recycled, not crashed
 
 
+async def test_a_memory_limit_below_what_a_worker_takes_once_loaded_is_said_not_obeyed(
+    hazards, tmp_path, caplog
+):
+    # Starting such a worker again after each call would cost every call a restart and bring
+    # it under the limit for none: the operator is told once instead.
+    gw = make_gateway(plugins=["hz"], isolate=["hz"], cwd=tmp_path, max_worker_memory_mb=1)
+    async with gw:
+        pids = {(await gw.call("hz_pid", {})).payload["pid"] for _ in range(3)}
+        upstream = _worker(gw, "hz").upstream
+        assert upstream is not None and upstream.recycling is None
+    assert len(pids) == 1
+    told = [
+        r.getMessage() for r in caplog.records if "past max_worker_memory_mb = 1" in r.getMessage()
+    ]
+    assert len(told) == 1 and "once loaded" in told[0], told
+
+
 async def test_a_plugin_patching_the_core_at_import_patches_only_its_worker(plugin_site, tmp_path):
     plugin_site("gwfx-patcher", {"patcher": "gwfx_patcher"}, {"gwfx_patcher": PATCHER})
     gw = make_gateway(plugins=["patcher"], isolate="all", cwd=tmp_path)
