@@ -932,8 +932,8 @@ class Workers:
 
     def _mind_memory(self, record: WorkerRecord) -> None:
         """Between calls: a worker grown past ``max_worker_memory_mb`` is started again. One
-        past it as soon as it loaded is not (starting it again would bring it under the limit
-        for no call); the log says so once."""
+        past it as soon as it loaded is not (no restart could bring it under the limit, and
+        each call would wait for one); the log says so once."""
         limit = self.config.max_worker_memory_mb
         upstream = record.upstream
         if not limit or upstream is None or upstream.process is None:
