@@ -560,7 +560,7 @@ def note(*what):
 async def listen(ctx, params):
     note("listen", params.notifications.model_dump(by_alias=True, exclude_none=True))
     if REFUSE:
-        raise MCPError(t.METHOD_NOT_FOUND, "no listening at /home/someone/secret here")
+        raise MCPError(t.METHOD_NOT_FOUND, "no listening at /srv/private/listen here")
     dropped = anyio.Event()
     DROPS.append(dropped)
     result = None
@@ -841,7 +841,7 @@ async def test_a_2026_mounted_server_that_refuses_to_listen_is_noted_once_and_st
     assert up.listens() == [LISTS]
     [said] = [r.getMessage() for r in caplog.records if refused in r.getMessage()]
     assert said.startswith("server up refused subscriptions/listen")
-    assert "no listening at" in said and "/home/someone" not in said
+    assert "no listening at" in said and "/srv/private" not in said
 
 
 async def test_a_2026_server_mounted_over_http_is_listened_to_as_well(tmp_path):
