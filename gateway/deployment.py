@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, get_args
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel
 
 from .backends import BackendHub
 from .config import ENV_PREFIX, GatewayConfig, GatewaySettings, field_env_names
+from .configkit import is_secret
 from .health import HealthMonitor
 from .plugins import PluginRecord, PluginState
 from .registry import RegisteredTool
@@ -48,15 +49,11 @@ class PluginEnv:
     warnings: list[str] = field(default_factory=list)
 
 
-def _is_secret(annotation: Any) -> bool:
-    return annotation is SecretStr or any(_is_secret(a) for a in get_args(annotation))
-
-
 def env_variables(model: type[BaseModel]) -> Iterator[tuple[list[str], bool]]:
     """Per field of a settings model: the variables it is read from, first one winning (as
     :func:`gateway.config.build_settings` reads them), and whether the field is a secret."""
     for name, names in field_env_names(model).items():
-        yield names, _is_secret(model.model_fields[name].annotation)
+        yield names, is_secret(model.model_fields[name].annotation)
 
 
 def _reference(name: str, value: str, secret: bool) -> str:

@@ -364,7 +364,7 @@ class Worker:
     def outcome(self) -> dict[str, Any]:
         """What the last LOAD request is answered with, once ``open_resources`` ran."""
         from .config import secret_values
-        from .configkit import is_secret
+        from .deployment import env_variables
         from .plugins import PluginState
 
         assert self.loader is not None and self.prompts is not None
@@ -397,9 +397,9 @@ class Worker:
                 "secrets": [s for s in secrets if s],
                 # What claude-config copies into a client's entry, as for a plugin in process.
                 "variables": [
-                    {"names": names, "secret": is_secret(model.model_fields[key].annotation)}
+                    {"names": names, "secret": secret}
                     for model in models
-                    for key, names in field_env_names(model).items()
+                    for names, secret in env_variables(model)
                 ],
             }
         }
